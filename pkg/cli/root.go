@@ -1,0 +1,80 @@
+// Package cli implements the oamflow command line (cobra). Each command lives
+// in its own file and is registered in NewRootCommand.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes shared by every command: 0 success, 1 user or validation error,
+// 2 runtime failure (cluster unreachable, a process failed, …).
+const (
+	ExitOK         = 0
+	ExitUserError  = 1
+	ExitRuntimeErr = 2
+)
+
+// UserError marks an error caused by the user's input (bad flags, invalid
+// files, validation failures). Commands return it wrapped to make the process
+// exit with ExitUserError; every other error exits with ExitRuntimeErr.
+type UserError struct{ Err error }
+
+func (e *UserError) Error() string { return e.Err.Error() }
+func (e *UserError) Unwrap() error { return e.Err }
+
+// userErrorf builds a UserError from a format string.
+func userErrorf(format string, args ...any) error {
+	return &UserError{Err: fmt.Errorf(format, args...)}
+}
+
+// GlobalOptions are the flags every cluster-facing command shares.
+type GlobalOptions struct {
+	// Kubeconfig is the kubeconfig file; empty means $KUBECONFIG, then ~/.kube/config.
+	Kubeconfig string
+	// Context is the kubeconfig context; empty means the current context.
+	Context string
+	// Namespace is the namespace of namespaced objects; empty means the context's namespace, then "default".
+	Namespace string
+	// Out and ErrOut are where commands print.
+	Out, ErrOut io.Writer
+}
+
+// NewRootCommand builds the oamflow command tree.
+func NewRootCommand(out, errOut io.Writer) *cobra.Command {
+	opts := &GlobalOptions{Out: out, ErrOut: errOut}
+	root := &cobra.Command{
+		Use:           "oamflow",
+		Short:         "Deliver OAM Applications to Kubernetes clusters",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(out)
+	root.SetErr(errOut)
+	pf := root.PersistentFlags()
+	pf.StringVar(&opts.Kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
+	pf.StringVar(&opts.Context, "context", "", "kubeconfig context to use (default: the current context)")
+	pf.StringVarP(&opts.Namespace, "namespace", "n", "", "namespace (default: the context's namespace, then \"default\")")
+
+	root.AddCommand(newVersionCommand(opts))
+	return root
+}
+
+// Execute runs the CLI and returns the process exit code.
+func Execute(args []string) int {
+	root := NewRootCommand(os.Stdout, os.Stderr)
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		var ue *UserError
+		if errors.As(err, &ue) {
+			return ExitUserError
+		}
+		return ExitRuntimeErr
+	}
+	return ExitOK
+}
