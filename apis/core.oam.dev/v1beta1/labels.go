@@ -1,0 +1,24 @@
+package v1beta1
+
+// Labels and annotations of the OAM model, as KubeVela uses them; users'
+// selectors and scripts rely on these exact keys.
+const (
+	LabelAppName         = "app.oam.dev/name"
+	LabelAppNamespace    = "app.oam.dev/namespace"
+	LabelAppComponent    = "app.oam.dev/component"
+	LabelAppRevision     = "app.oam.dev/appRevision"
+	LabelResourceType    = "app.oam.dev/resourceType"
+	LabelAppCluster      = "app.oam.dev/cluster"
+	LabelWorkloadType    = "workload.oam.dev/type"
+	LabelTraitType       = "trait.oam.dev/type"
+	LabelTraitResource   = "trait.oam.dev/resource"
+	LabelAppRevisionHash = "app.oam.dev/app-revision-hash"
+	ResourceTypeWorkload = "WORKLOAD"
+	ResourceTypeTrait    = "TRAIT"
+	AnnoPublishVersion   = "app.oam.dev/publishVersion"
+	AnnoAutoUpdate       = "app.oam.dev/autoUpdate"
+	AnnoRestartWorkflow  = "app.oam.dev/restart-workflow"
+	AnnoDefinitionDesc   = "definition.oam.dev/description"
+	LabelClusterCredType = "cluster.core.oam.dev/cluster-credential-type"
+	ClusterLocal         = "local"
+)
