@@ -2,6 +2,7 @@ package v1beta1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 )
@@ -27,6 +28,12 @@ type ManagedResource struct {
 	Trait string `json:"trait,omitempty"`
 	// Deleted marks an object already garbage-collected.
 	Deleted bool `json:"deleted,omitempty"`
+	// Data is the object as last applied (the desired state, without
+	// status); state-keep re-applies it when the live object drifts.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Data *runtime.RawExtension `json:"data,omitempty"`
 }
 
 // ResourceTrackerSpec lists what an Application revision applied.
