@@ -61,6 +61,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	pf.StringVarP(&opts.Namespace, "namespace", "n", "", "namespace (default: the context's namespace, then \"default\")")
 
 	root.AddCommand(newVersionCommand(opts))
+	root.AddCommand(newLocalCommand(opts))
 	return root
 }
 

@@ -1,0 +1,184 @@
+package localcluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// procDir is where Linux exposes processes.
+const procDir = "/proc"
+
+// readPidFile returns the pid stored in a kwokctl pid file (decimal, optional
+// trailing newline).
+func readPidFile(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("pid file %s: invalid content %q", path, string(b))
+	}
+	return pid, nil
+}
+
+// processAlive reports whether pid is a live (not zombie) process whose
+// argv[0] is argv0. Matching argv[0] tells a component from an unrelated
+// process that reused the pid of a stale pid file; an empty argv0 skips
+// that check.
+func processAlive(pid int, argv0 string) bool {
+	stat, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	state, err := parseStatState(stat)
+	if err != nil || state == 'Z' || state == 'X' || state == 'x' {
+		return false
+	}
+	if argv0 == "" {
+		return true
+	}
+	cmdline, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return false
+	}
+	first, _, _ := bytes.Cut(cmdline, []byte{0})
+	return string(first) == argv0
+}
+
+// parseStatState returns the state letter of a /proc/<pid>/stat line
+// ("R", "S", "Z", …). The command name in parentheses may itself contain
+// spaces and parentheses, so the state is read after the last ')'.
+func parseStatState(stat []byte) (byte, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) || stat[i+1] != ' ' {
+		return 0, fmt.Errorf("malformed /proc stat line %q", string(stat))
+	}
+	return stat[i+2], nil
+}
+
+// residentKiB returns the resident set size of pid in KiB (VmRSS of
+// /proc/<pid>/status).
+func residentKiB(pid int) (int64, error) {
+	b, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0, fmt.Errorf("reading status of pid %d: %w", pid, err)
+	}
+	return parseVmRSS(b)
+}
+
+// parseVmRSS extracts the "VmRSS: <n> kB" value of a /proc/<pid>/status file.
+func parseVmRSS(status []byte) (int64, error) {
+	for _, line := range strings.Split(string(status), "\n") {
+		rest, ok := strings.CutPrefix(line, "VmRSS:")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(rest)
+		if len(fields) != 2 || fields[1] != "kB" {
+			return 0, fmt.Errorf("malformed VmRSS line %q", line)
+		}
+		return strconv.ParseInt(fields[0], 10, 64)
+	}
+	return 0, errors.New("no VmRSS line (kernel thread or exited process)")
+}
+
+// stopProcesses sends SIGTERM to every live process in procs (pid → argv[0]),
+// waits up to grace for them to exit, then SIGKILLs the rest and waits up to
+// grace again. It returns the pids still alive after that (normally none).
+func stopProcesses(procs map[int]string, grace time.Duration) []int {
+	signalAll := func(sig syscall.Signal) {
+		for pid, argv0 := range procs {
+			if processAlive(pid, argv0) {
+				_ = syscall.Kill(pid, sig)
+			}
+		}
+	}
+	waitGone := func() []int {
+		deadline := time.Now().Add(grace)
+		for {
+			var alive []int
+			for pid, argv0 := range procs {
+				if processAlive(pid, argv0) {
+					alive = append(alive, pid)
+				}
+			}
+			if len(alive) == 0 || time.Now().After(deadline) {
+				return alive
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	signalAll(syscall.SIGTERM)
+	if alive := waitGone(); len(alive) == 0 {
+		return nil
+	}
+	signalAll(syscall.SIGKILL)
+	return waitGone()
+}
+
+// tailFile returns up to the last n lines of the file at path, or a note
+// saying why it could not be read.
+func tailFile(path string, n int) string {
+	const maxBytes = 64 << 10
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Sprintf("(cannot read log: %v)", err)
+	}
+	off := fi.Size() - maxBytes
+	if off < 0 {
+		off = 0
+	}
+	buf := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return fmt.Sprintf("(cannot read log: %v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(buf), "\n"), "\n")
+	if off > 0 && len(lines) > 1 {
+		lines = lines[1:] // first line is cut
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 1 && lines[0] == "" {
+		return "(log is empty)"
+	}
+	return strings.Join(lines, "\n")
+}
+
+// processesUnder returns the live processes whose argv[0] starts with
+// prefix (pid → argv[0]), by scanning /proc.
+func processesUnder(prefix string) map[int]string {
+	found := map[int]string{}
+	entries, err := os.ReadDir(procDir)
+	if err != nil {
+		return found
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join(procDir, e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		first, _, _ := bytes.Cut(cmdline, []byte{0})
+		if argv0 := string(first); strings.HasPrefix(argv0, prefix) && processAlive(pid, argv0) {
+			found[pid] = argv0
+		}
+	}
+	return found
+}
