@@ -1,0 +1,333 @@
+package resourcekeeper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+)
+
+// action is what one object needs.
+type action int
+
+const (
+	actNone      action = iota // in sync, read-only, or kept at live values
+	actApply                   // server-side apply (or replace / re-create)
+	actJoinShare               // add this Application to the shared-by list
+)
+
+// plan is the decision for one object.
+type plan struct {
+	desired *unstructured.Unstructured // what to write (labels, annotations, apply-once retention)
+	tracked *unstructured.Unstructured // what to record in the tracker (nil: not tracked)
+	live    *unstructured.Unstructured // nil when the object does not exist
+	action  action
+	shared  bool
+}
+
+// Apply writes objs to cluster ("" or "local" = hub) for the Keeper's
+// revision. objs are rendered objects stamped with the app.oam.dev labels;
+// they are not modified. In order:
+//
+//  1. every object is read from the cluster and checked: read-only objects
+//     must exist (*ReadOnlyMissingError); an object labelled for another
+//     Application, or existing without having been created by oamflow, is
+//     refused (*OwnershipError) unless a take-over rule selects it, or a
+//     shared-resource rule selects it and its owner shares it. Any refusal
+//     fails the whole call before anything is written;
+//  2. every written object (and every shared object joined) is recorded in
+//     the revision's ResourceTracker, so a crash never leaves an untracked
+//     object;
+//  3. objects not in sync (see inSync) are written with server-side apply,
+//     field manager "oamflow", forcing field ownership — or replaced,
+//     or deleted and re-created, as resource-update rules say. apply-once
+//     rules keep the listed paths (or the whole object) at their live values.
+//
+// Errors of single objects are joined; the others are still written.
+// The clients should read from the API server, not from a cache, so that
+// ownership is checked against the latest state.
+func (k *Keeper) Apply(ctx context.Context, cluster string, objs []*unstructured.Unstructured) error {
+	c, err := k.clients.Client(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	plans := make([]*plan, 0, len(objs))
+	var refusals []error
+	for _, obj := range objs {
+		p, err := k.plan(ctx, c, cluster, obj, false)
+		if err != nil {
+			refusals = append(refusals, err)
+			continue
+		}
+		plans = append(plans, p)
+	}
+	if len(refusals) > 0 {
+		return errors.Join(refusals...)
+	}
+
+	var entries []v1beta1.ManagedResource
+	for _, p := range plans {
+		if p.tracked == nil {
+			continue
+		}
+		e, err := entryFor(cluster, p.tracked)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, e)
+	}
+	hub, err := k.hub(ctx)
+	if err != nil {
+		return err
+	}
+	if err := k.upsertEntries(ctx, hub, v1beta1.ResourceTrackerTypeVersioned, entries); err != nil {
+		return fmt.Errorf("recording objects before applying them: %w", err)
+	}
+
+	var errs []error
+	for _, p := range plans {
+		if err := k.execute(ctx, c, cluster, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// plan reads the live object and decides what to do with obj. stateKeep
+// selects drift repair semantics: objects owned by someone else are left
+// alone instead of refused, and apply-once rules with affect onStateKeep
+// apply instead of those with onUpdate.
+func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj *unstructured.Unstructured, stateKeep bool) (*plan, error) {
+	d := cleanDesired(obj)
+	labels := d.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[v1beta1.LabelAppName] = k.appName
+	labels[v1beta1.LabelAppNamespace] = k.appNamespace
+	d.SetLabels(labels)
+	namespaced, err := c.IsObjectNamespaced(d)
+	if err != nil {
+		return nil, fmt.Errorf("%s: unknown kind %s (is its CustomResourceDefinition installed?): %w", refString(refOf(cluster, d)), d.GroupVersionKind(), err)
+	}
+	if namespaced && d.GetNamespace() == "" {
+		d.SetNamespace(k.appNamespace)
+	}
+	if !namespaced {
+		d.SetNamespace("")
+	}
+	ref := refOf(cluster, d)
+
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(d.GroupVersionKind())
+	if err := c.Get(ctx, client.ObjectKeyFromObject(d), live); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("reading %s: %w", refString(ref), err)
+		}
+		live = nil
+	}
+
+	p := &plan{desired: d, live: live}
+	if k.policies.readOnly(d) {
+		if live == nil && !stateKeep {
+			return nil, &ReadOnlyMissingError{Object: ref}
+		}
+		return p, nil
+	}
+
+	tracked := d.DeepCopy()
+	p.shared = k.policies.shared(d)
+	if live != nil && !(k.ownedByUs(live) && managedBy(live, FieldManager)) {
+		ownerName, ownerNs := live.GetLabels()[v1beta1.LabelAppName], live.GetLabels()[v1beta1.LabelAppNamespace]
+		otherApp := ownerName != "" && !k.ownedByUs(live)
+		switch {
+		case otherApp && p.shared && slices.Contains(sharers(live), ownerNs+"/"+ownerName):
+			p.tracked = tracked
+			if !stateKeep && !slices.Contains(sharers(live), k.ownerKey()) {
+				p.action = actJoinShare
+			}
+			return p, nil
+		case k.policies.takeOver(d) && !stateKeep:
+			// Taken over: written below like our own object.
+		default:
+			if stateKeep {
+				ctrl.LoggerFrom(ctx).V(1).Info("leaving an object now owned by someone else", "object", klog.KObj(live), "ownerApp", ownerNs+"/"+ownerName)
+				return p, nil
+			}
+			if !otherApp {
+				ownerName, ownerNs = "", ""
+			}
+			return nil, &OwnershipError{Object: ref, OwnerName: ownerName, OwnerNamespace: ownerNs}
+		}
+	}
+	p.tracked = tracked
+
+	if s := k.policies.applyOnce(d); live != nil && s.affects(stateKeep) {
+		if s.wholeObject() {
+			return p, nil
+		}
+		if err := retainLive(d, live, s.Path); err != nil {
+			return nil, fmt.Errorf("%s: apply-once: %w", refString(ref), err)
+		}
+	}
+
+	annos := d.GetAnnotations()
+	if annos == nil {
+		annos = map[string]string{}
+	}
+	delete(annos, AnnoSharedBy)
+	delete(annos, AnnoAppliedHash)
+	d.SetAnnotations(annos)
+	hash, err := desiredHash(d)
+	if err != nil {
+		return nil, err
+	}
+	annos[AnnoAppliedHash] = hash
+	if p.shared {
+		list := sharers(live)
+		if !slices.Contains(list, k.ownerKey()) {
+			list = append(list, k.ownerKey())
+		}
+		annos[AnnoSharedBy] = strings.Join(list, ",")
+	}
+	d.SetAnnotations(annos)
+	if !inSync(d, live) {
+		p.action = actApply
+	}
+	return p, nil
+}
+
+// retainLive copies the values at paths from live into d; a path absent
+// live is removed from d.
+func retainLive(d, live *unstructured.Unstructured, paths []string) error {
+	for _, path := range paths {
+		segs, err := parseFieldPath(path)
+		if err != nil {
+			return err
+		}
+		if v, ok := getPath(live.Object, segs); ok {
+			setPath(d.Object, segs, runtime.DeepCopyJSONValue(v))
+		} else {
+			deletePath(d.Object, segs)
+		}
+	}
+	return nil
+}
+
+// execute performs the planned write.
+func (k *Keeper) execute(ctx context.Context, c client.Client, cluster string, p *plan) error {
+	ref := refString(refOf(cluster, p.desired))
+	log := ctrl.LoggerFrom(ctx)
+	switch p.action {
+	case actJoinShare:
+		list := append(sharers(p.live), k.ownerKey())
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"resourceVersion": p.live.GetResourceVersion(),
+			"annotations":     map[string]any{AnnoSharedBy: strings.Join(list, ",")},
+		}})
+		if err != nil {
+			return err
+		}
+		if err := c.Patch(ctx, p.live, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil {
+			return fmt.Errorf("joining the sharers of %s: %w", ref, err)
+		}
+		log.V(1).Info("joined a shared object", "object", klog.KObj(p.live), "cluster", cluster)
+		return nil
+	case actApply:
+	default:
+		return nil
+	}
+
+	strategy := k.policies.resourceUpdate(p.desired)
+	if p.live != nil && p.live.GetDeletionTimestamp() != nil {
+		return fmt.Errorf("%s is being deleted; it will be created again once it is gone", ref)
+	}
+	if p.live != nil && len(strategy.RecreateFields) > 0 {
+		changed, err := changedField(p.desired, p.live, strategy.RecreateFields)
+		if err != nil {
+			return fmt.Errorf("%s: resource-update recreateFields: %w", ref, err)
+		}
+		if changed != "" {
+			log.Info("re-creating an object whose field changed", "object", klog.KObj(p.live), "cluster", cluster, "field", changed)
+			if err := c.Delete(ctx, p.live, client.PropagationPolicy("Background")); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting %s to re-create it (%s changed): %w", ref, changed, err)
+			}
+			gone := p.live.DeepCopy()
+			if err := c.Get(ctx, client.ObjectKeyFromObject(gone), gone); err == nil {
+				return fmt.Errorf("%s is being deleted to re-create it (%s changed); it will be created once it is gone", ref, changed)
+			} else if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("reading %s: %w", ref, err)
+			}
+			p.live = nil
+		}
+	}
+
+	obj := p.desired.DeepCopy()
+	if p.live != nil && strategy.Op == UpdateOpReplace {
+		obj.SetResourceVersion(p.live.GetResourceVersion())
+		if err := c.Update(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+			return fmt.Errorf("replacing %s: %w", ref, err)
+		}
+		log.V(1).Info("replaced object", "object", klog.KObj(obj), "cluster", cluster)
+		return nil
+	}
+	if p.live != nil && p.shared {
+		// Guards the shared-by list against a concurrent sharer.
+		obj.SetResourceVersion(p.live.GetResourceVersion())
+	}
+	if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s: %w", ref, err)
+	}
+	log.V(1).Info("applied object", "object", klog.KObj(obj), "cluster", cluster)
+	return nil
+}
+
+// changedField returns the first of paths whose desired value differs from
+// the live one, or "".
+func changedField(desired, live *unstructured.Unstructured, paths []string) (string, error) {
+	for _, path := range paths {
+		segs, err := parseFieldPath(path)
+		if err != nil {
+			return "", err
+		}
+		dv, dok := getPath(desired.Object, segs)
+		lv, lok := getPath(live.Object, segs)
+		if !dok {
+			continue
+		}
+		if !lok || !contains(dv, lv) || !contains(lv, dv) {
+			return path, nil
+		}
+	}
+	return "", nil
+}
+
+// sharers returns the shared-by list of obj (nil obj: none).
+func sharers(obj *unstructured.Unstructured) []string {
+	if obj == nil {
+		return nil
+	}
+	v := obj.GetAnnotations()[AnnoSharedBy]
+	if v == "" {
+		return nil
+	}
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,387 @@
+package resourcekeeper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+)
+
+// outcome of collecting one tracked object.
+type outcome int
+
+const (
+	outGone    outcome = iota // nothing of ours left: deleted, orphaned, handed over, or owned by another app
+	outPending                // deletion requested, object still exists
+	outKeep                   // kept until the Application is deleted (moved to the root tracker)
+)
+
+// ownershipLabels are removed from orphaned objects.
+var ownershipLabels = []string{
+	v1beta1.LabelAppName, v1beta1.LabelAppNamespace, v1beta1.LabelAppComponent, v1beta1.LabelAppRevision,
+	v1beta1.LabelResourceType, v1beta1.LabelAppCluster, v1beta1.LabelWorkloadType, v1beta1.LabelTraitType,
+	v1beta1.LabelTraitResource,
+}
+
+// GarbageCollect deletes what older revisions applied and the current one
+// did not; call it after the current revision's workflow succeeded. An
+// object is collected only when it is tracked by an older revision, is not
+// tracked by the current revision (compared by cluster, API group, kind,
+// namespace and name), and its live labels still name this Application —
+// an object another Application owns now is dropped from our books
+// untouched. garbage-collect rules apply: strategy never/onAppDelete and
+// keepLegacyResource move the object to the root tracker (kept until the
+// Application is deleted); propagation orphan removes our labels and keeps
+// the object; cascading deletes in the foreground, otherwise in the
+// background. With order dependency, the objects of a component are deleted
+// only after those of every component depending on it are gone. A shared
+// object is handed over to the next sharer instead of deleted. Old trackers
+// whose objects are all collected are deleted.
+//
+// done is false while deletions are still in progress (call again later).
+// With continueOnFailure, a failing object does not stop the others; the
+// errors are joined either way.
+func (k *Keeper) GarbageCollect(ctx context.Context) (done bool, err error) {
+	hub, err := k.hub(ctx)
+	if err != nil {
+		return false, err
+	}
+	t, err := k.listTrackers(ctx, hub)
+	if err != nil {
+		return false, err
+	}
+	if len(t.old) == 0 {
+		return true, nil
+	}
+	current := map[entryKey]bool{}
+	if t.current != nil {
+		for _, e := range t.current.Spec.ManagedResources {
+			if !e.Deleted {
+				current[keyOf(e)] = true
+			}
+		}
+	}
+	var cands []v1beta1.ManagedResource
+	seen := map[entryKey]bool{}
+	for _, rt := range t.old {
+		for _, e := range rt.Spec.ManagedResources {
+			key := keyOf(e)
+			if e.Deleted || current[key] || seen[key] {
+				continue
+			}
+			seen[key] = true
+			cands = append(cands, e)
+		}
+	}
+
+	results, collectErr := k.collect(ctx, cands, false)
+
+	var keep []v1beta1.ManagedResource
+	for _, e := range cands {
+		if results[keyOf(e)] == outKeep {
+			keep = append(keep, e)
+		}
+	}
+	if err := k.upsertEntries(ctx, hub, v1beta1.ResourceTrackerTypeRoot, keep); err != nil {
+		return false, errors.Join(collectErr, fmt.Errorf("recording kept objects in the root ResourceTracker: %w", err))
+	}
+
+	done = collectErr == nil
+	var errs []error
+	for _, rt := range t.old {
+		finished := true
+		changed := false
+		for i, e := range rt.Spec.ManagedResources {
+			key := keyOf(e)
+			if e.Deleted || current[key] {
+				continue
+			}
+			res, ok := results[key]
+			if !ok || res == outPending {
+				finished = false
+				continue
+			}
+			rt.Spec.ManagedResources[i].Deleted = true
+			changed = true
+		}
+		switch {
+		case finished:
+			if err := hub.Delete(ctx, rt); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("deleting collected ResourceTracker %s: %w", rt.Name, err))
+			}
+		case changed:
+			done = false
+			if err := hub.Update(ctx, rt, client.FieldOwner(FieldManager)); err != nil {
+				errs = append(errs, fmt.Errorf("updating ResourceTracker %s: %w", rt.Name, err))
+			}
+		default:
+			done = false
+		}
+	}
+	if len(errs) > 0 {
+		done = false
+	}
+	return done, errors.Join(append([]error{collectErr}, errs...)...)
+}
+
+// Delete removes everything the Application tracks, for its deletion
+// (call it from the finalizer): every object tracked by any of its
+// ResourceTrackers (root and all revisions) is deleted — or orphaned, handed
+// over to the next sharer, or left alone (strategy never, or owned by
+// another Application now) — in dependency order when the policy asks for
+// it; then the trackers are deleted. done is true once nothing is left and
+// the finalizer may be removed.
+func (k *Keeper) Delete(ctx context.Context) (done bool, err error) {
+	hub, err := k.hub(ctx)
+	if err != nil {
+		return false, err
+	}
+	t, err := k.listTrackers(ctx, hub)
+	if err != nil {
+		return false, err
+	}
+	all := slices.Clone(t.old)
+	if t.current != nil {
+		all = append(all, t.current)
+	}
+	if t.root != nil {
+		all = append(all, t.root)
+	}
+	var cands []v1beta1.ManagedResource
+	seen := map[entryKey]bool{}
+	for _, rt := range all {
+		for _, e := range rt.Spec.ManagedResources {
+			key := keyOf(e)
+			if e.Deleted || seen[key] {
+				continue
+			}
+			seen[key] = true
+			cands = append(cands, e)
+		}
+	}
+	results, err := k.collect(ctx, cands, true)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range cands {
+		if results[keyOf(e)] != outGone {
+			return false, nil
+		}
+	}
+	var errs []error
+	for _, rt := range all {
+		if err := hub.Delete(ctx, rt); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting ResourceTracker %s: %w", rt.Name, err))
+		}
+	}
+	return len(errs) == 0, errors.Join(errs...)
+}
+
+// collect processes candidates (in dependency layers when asked) and
+// returns the outcome of every processed one; unprocessed candidates are
+// absent from the map.
+func (k *Keeper) collect(ctx context.Context, cands []v1beta1.ManagedResource, appDelete bool) (map[entryKey]outcome, error) {
+	results := map[entryKey]outcome{}
+	continueOnFailure := k.policies.GarbageCollect != nil && k.policies.GarbageCollect.ContinueOnFailure
+	ordered := k.policies.GarbageCollect != nil && k.policies.GarbageCollect.Order == GCOrderDependency
+	remaining := slices.Clone(cands)
+	var errs []error
+	for len(remaining) > 0 {
+		layer := remaining
+		if ordered {
+			layer = k.nextLayer(remaining)
+		}
+		blocked := false
+		for _, e := range layer {
+			res, err := k.collectOne(ctx, e, appDelete)
+			if err != nil {
+				errs = append(errs, err)
+				blocked = true
+				if !continueOnFailure {
+					return results, errors.Join(errs...)
+				}
+				continue
+			}
+			results[keyOf(e)] = res
+			if res == outPending {
+				blocked = true
+			}
+		}
+		if !ordered || blocked {
+			break
+		}
+		remaining = slices.DeleteFunc(remaining, func(e v1beta1.ManagedResource) bool {
+			_, ok := results[keyOf(e)]
+			return ok
+		})
+	}
+	return results, errors.Join(errs...)
+}
+
+// nextLayer returns the candidates whose component no other remaining
+// candidate's component depends on (directly or transitively). A
+// dependency cycle yields all of them.
+func (k *Keeper) nextLayer(remaining []v1beta1.ManagedResource) []v1beta1.ManagedResource {
+	comps := map[string]bool{}
+	for _, e := range remaining {
+		comps[e.Component] = true
+	}
+	var layer []v1beta1.ManagedResource
+	for _, e := range remaining {
+		blocked := false
+		for other := range comps {
+			if other != e.Component && k.dependsOn(other, e.Component) {
+				blocked = true
+				break
+			}
+		}
+		if !blocked {
+			layer = append(layer, e)
+		}
+	}
+	if len(layer) == 0 {
+		return remaining
+	}
+	return layer
+}
+
+// dependsOn reports whether component a depends on b, transitively.
+func (k *Keeper) dependsOn(a, b string) bool {
+	seen := map[string]bool{}
+	stack := []string{a}
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, d := range k.deps[c] {
+			if d == b {
+				return true
+			}
+			if !seen[d] {
+				seen[d] = true
+				stack = append(stack, d)
+			}
+		}
+	}
+	return false
+}
+
+// collectOne collects one tracked object.
+func (k *Keeper) collectOne(ctx context.Context, e v1beta1.ManagedResource, appDelete bool) (outcome, error) {
+	ref := refString(e.ClusterObjectReference)
+	log := ctrl.LoggerFrom(ctx)
+	c, err := k.clients.Client(ctx, e.Cluster)
+	if err != nil {
+		return outPending, err
+	}
+	live := &unstructured.Unstructured{}
+	live.SetAPIVersion(e.APIVersion)
+	live.SetKind(e.Kind)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: e.Name}, live); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return outGone, nil
+		}
+		return outPending, fmt.Errorf("reading %s: %w", ref, err)
+	}
+	if !k.ownedByUs(live) {
+		if slices.Contains(sharers(live), k.ownerKey()) {
+			others := slices.DeleteFunc(sharers(live), func(s string) bool { return s == k.ownerKey() })
+			if err := mergePatch(ctx, c, live, nil, map[string]any{AnnoSharedBy: joinOrNull(others)}); err != nil {
+				return outPending, fmt.Errorf("leaving the sharers of %s: %w", ref, err)
+			}
+			log.Info("left a shared object", "object", klog.KObj(live), "cluster", e.Cluster)
+		}
+		return outGone, nil
+	}
+	rule := k.policies.gcRule(live)
+	if !appDelete && (rule.Strategy == GCNever || rule.Strategy == GCOnAppDelete ||
+		(k.policies.GarbageCollect != nil && k.policies.GarbageCollect.KeepLegacyResource)) {
+		return outKeep, nil
+	}
+	if appDelete && rule.Strategy == GCNever {
+		return outGone, nil
+	}
+	if others := slices.DeleteFunc(sharers(live), func(s string) bool { return s == k.ownerKey() }); len(others) > 0 {
+		ns, name, _ := strings.Cut(others[0], "/")
+		labels := map[string]any{v1beta1.LabelAppName: name, v1beta1.LabelAppNamespace: ns}
+		if err := mergePatch(ctx, c, live, labels, map[string]any{AnnoSharedBy: strings.Join(others, ",")}); err != nil {
+			return outPending, fmt.Errorf("handing %s over to Application %s: %w", ref, others[0], err)
+		}
+		log.Info("handed a shared object over", "object", klog.KObj(live), "cluster", e.Cluster, "newOwner", others[0])
+		return outGone, nil
+	}
+	if live.GetDeletionTimestamp() != nil {
+		return outPending, nil
+	}
+	if rule.Propagation == GCPropagationOrphan {
+		labels := map[string]any{}
+		for _, l := range ownershipLabels {
+			if _, ok := live.GetLabels()[l]; ok {
+				labels[l] = nil
+			}
+		}
+		if err := mergePatch(ctx, c, live, labels, map[string]any{AnnoAppliedHash: nil, AnnoSharedBy: nil}); err != nil {
+			return outPending, fmt.Errorf("orphaning %s: %w", ref, err)
+		}
+		log.Info("orphaned object", "object", klog.KObj(live), "cluster", e.Cluster)
+		return outGone, nil
+	}
+	policy := client.PropagationPolicy("Background")
+	if rule.Propagation == GCPropagationCascading {
+		policy = client.PropagationPolicy("Foreground")
+	}
+	// Preconditions guard against deleting an object re-created meanwhile.
+	uid := live.GetUID()
+	if err := c.Delete(ctx, live, policy, client.Preconditions{UID: &uid}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return outGone, nil
+		}
+		return outPending, fmt.Errorf("deleting %s: %w", ref, err)
+	}
+	log.Info("deleted object", "object", klog.KObj(live), "cluster", e.Cluster)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(live), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return outGone, nil
+		}
+		return outPending, fmt.Errorf("reading %s: %w", ref, err)
+	}
+	if live.GetUID() != uid {
+		return outGone, nil
+	}
+	return outPending, nil
+}
+
+// mergePatch patches labels and annotations of live (nil values delete),
+// guarded by its resourceVersion.
+func mergePatch(ctx context.Context, c client.Client, live *unstructured.Unstructured, labels, annotations map[string]any) error {
+	md := map[string]any{"resourceVersion": live.GetResourceVersion()}
+	if len(labels) > 0 {
+		md["labels"] = labels
+	}
+	if len(annotations) > 0 {
+		md["annotations"] = annotations
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": md})
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, live, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager))
+}
+
+func joinOrNull(list []string) any {
+	if len(list) == 0 {
+		return nil
+	}
+	return strings.Join(list, ",")
+}

@@ -1,0 +1,159 @@
+// Package resourcekeeper writes an Application's rendered objects to their
+// clusters and keeps account of them: it refuses objects owned by someone
+// else, records every object in a ResourceTracker before writing it,
+// repairs drift, and deletes exactly what a new revision dropped (or
+// everything, when the Application is deleted). Resource policies
+// (take-over, shared-resource, read-only, apply-once, resource-update,
+// garbage-collect) adjust each of these steps; see Policies.
+//
+// A Keeper is built per Application and revision, used for one reconcile,
+// and thrown away; it holds no cache.
+package resourcekeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/multicluster"
+)
+
+// Options configure a Keeper.
+type Options struct {
+	// Clients gives the client of each target cluster; the hub client
+	// (cluster "") also stores the ResourceTrackers. Required.
+	Clients multicluster.ClusterClients
+	// Policies are the Application's resource policies (see ParsePolicies).
+	Policies Policies
+	// Dependencies maps a component to the components it depends on, for
+	// garbage collection in dependency order. Components of the Application
+	// spec (dependsOn) are added automatically; pass the dependencies of
+	// components that older revisions had and the current one dropped.
+	Dependencies map[string][]string
+}
+
+// Keeper applies and tracks the objects of one Application revision.
+type Keeper struct {
+	appName      string
+	appNamespace string
+	generation   int64
+	revision     int64
+	clients      multicluster.ClusterClients
+	policies     Policies
+	deps         map[string][]string
+}
+
+// New returns a Keeper for app at revision N (N >= 1; the revision named
+// "<app>-v<N>"). The Application must have a name and namespace.
+func New(app *v1beta1.Application, revision int64, opts Options) (*Keeper, error) {
+	if app == nil || app.Name == "" || app.Namespace == "" {
+		return nil, errors.New("resourcekeeper: the Application must have a name and a namespace")
+	}
+	if revision < 1 {
+		return nil, fmt.Errorf("resourcekeeper: revision must be >= 1, got %d", revision)
+	}
+	if opts.Clients == nil {
+		return nil, errors.New("resourcekeeper: Options.Clients is required")
+	}
+	deps := map[string][]string{}
+	maps.Copy(deps, opts.Dependencies)
+	for _, c := range app.Spec.Components {
+		for _, d := range c.DependsOn {
+			if !slices.Contains(deps[c.Name], d) {
+				deps[c.Name] = append(deps[c.Name], d)
+			}
+		}
+	}
+	return &Keeper{
+		appName:      app.Name,
+		appNamespace: app.Namespace,
+		generation:   app.Generation,
+		revision:     revision,
+		clients:      opts.Clients,
+		policies:     opts.Policies,
+		deps:         deps,
+	}, nil
+}
+
+// OwnershipError says an object belongs to someone else and was not written.
+type OwnershipError struct {
+	// Object is the refused object.
+	Object common.ClusterObjectReference
+	// OwnerName and OwnerNamespace name the owning Application; both empty
+	// when the object exists but no Application manages it.
+	OwnerName, OwnerNamespace string
+}
+
+func (e *OwnershipError) Error() string {
+	if e.OwnerName == "" {
+		return fmt.Sprintf("%s already exists and is not managed by any Application; add a take-over policy selecting it to adopt it", refString(e.Object))
+	}
+	return fmt.Sprintf("%s is owned by Application %s/%s; add a take-over policy to take it over, or a shared-resource policy selecting it to both Applications to share it",
+		refString(e.Object), e.OwnerNamespace, e.OwnerName)
+}
+
+// ReadOnlyMissingError says a read-only object does not exist.
+type ReadOnlyMissingError struct {
+	Object common.ClusterObjectReference
+}
+
+func (e *ReadOnlyMissingError) Error() string {
+	return fmt.Sprintf("%s is selected by a read-only policy but does not exist; create it, or remove it from the read-only policy", refString(e.Object))
+}
+
+// refString formats a reference as "Kind namespace/name (cluster c)".
+func refString(r common.ClusterObjectReference) string {
+	s := r.Kind + " "
+	if r.Namespace != "" {
+		s += r.Namespace + "/"
+	}
+	s += r.Name
+	if !multicluster.IsLocal(r.Cluster) {
+		s += " in cluster " + r.Cluster
+	}
+	return s
+}
+
+// refOf returns the reference of obj in cluster.
+func refOf(cluster string, obj *unstructured.Unstructured) common.ClusterObjectReference {
+	return common.ClusterObjectReference{
+		Cluster:    normCluster(cluster),
+		APIVersion: obj.GetAPIVersion(),
+		Kind:       obj.GetKind(),
+		Namespace:  obj.GetNamespace(),
+		Name:       obj.GetName(),
+	}
+}
+
+// normCluster maps both hub names to "".
+func normCluster(c string) string {
+	if multicluster.IsLocal(c) {
+		return ""
+	}
+	return c
+}
+
+// ownerKey is "namespace/name" of this Keeper's Application.
+func (k *Keeper) ownerKey() string { return k.appNamespace + "/" + k.appName }
+
+// ownedByUs reports whether obj's labels name this Application.
+func (k *Keeper) ownedByUs(obj *unstructured.Unstructured) bool {
+	l := obj.GetLabels()
+	return l[v1beta1.LabelAppName] == k.appName && l[v1beta1.LabelAppNamespace] == k.appNamespace
+}
+
+// hub returns the hub client.
+func (k *Keeper) hub(ctx context.Context) (client.Client, error) {
+	c, err := k.clients.Client(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("getting the hub client: %w", err)
+	}
+	return c, nil
+}

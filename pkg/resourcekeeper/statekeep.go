@@ -1,0 +1,84 @@
+package resourcekeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+)
+
+// StateKeep repairs drift: every object tracked by the current revision is
+// read and, when it is missing or not in sync with what was last applied
+// (see inSync), applied again. Objects now owned by another Application,
+// read-only objects, and objects under apply-once (whole object, or the
+// listed paths, with affect onStateKeep or always) are left as they are.
+// When nothing drifted it issues only reads: zero write requests.
+func (k *Keeper) StateKeep(ctx context.Context) error {
+	hub, err := k.hub(ctx)
+	if err != nil {
+		return err
+	}
+	rt := &v1beta1.ResourceTracker{}
+	name := VersionedTrackerName(k.appName, k.appNamespace, k.revision)
+	if err := hub.Get(ctx, client.ObjectKey{Name: name}, rt); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading ResourceTracker %s: %w", name, err)
+	}
+	var errs []error
+	for _, e := range rt.Spec.ManagedResources {
+		if e.Deleted || e.Data == nil {
+			continue
+		}
+		if err := k.keepOne(ctx, e); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (k *Keeper) keepOne(ctx context.Context, e v1beta1.ManagedResource) error {
+	obj, err := decodeData(e.Data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", refString(e.ClusterObjectReference), err)
+	}
+	c, err := k.clients.Client(ctx, e.Cluster)
+	if err != nil {
+		return err
+	}
+	p, err := k.plan(ctx, c, e.Cluster, obj, true)
+	if err != nil {
+		return err
+	}
+	return k.execute(ctx, c, e.Cluster, p)
+}
+
+// AppliedResources lists the objects the current revision tracks, in the
+// order they were first applied (for status.appliedResources).
+func (k *Keeper) AppliedResources(ctx context.Context) ([]common.ClusterObjectReference, error) {
+	hub, err := k.hub(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rt := &v1beta1.ResourceTracker{}
+	name := VersionedTrackerName(k.appName, k.appNamespace, k.revision)
+	if err := hub.Get(ctx, client.ObjectKey{Name: name}, rt); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading ResourceTracker %s: %w", name, err)
+	}
+	out := make([]common.ClusterObjectReference, 0, len(rt.Spec.ManagedResources))
+	for _, e := range rt.Spec.ManagedResources {
+		if !e.Deleted {
+			out = append(out, e.ClusterObjectReference)
+		}
+	}
+	return out, nil
+}

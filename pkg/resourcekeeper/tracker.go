@@ -1,0 +1,229 @@
+package resourcekeeper
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+)
+
+// VersionedTrackerName is the name of the ResourceTracker of revision N of
+// Application namespace/app: "<app>-v<N>-<namespace>".
+func VersionedTrackerName(app, namespace string, revision int64) string {
+	return fmt.Sprintf("%s-v%d-%s", app, revision, namespace)
+}
+
+// RootTrackerName is the name of the root ResourceTracker of Application
+// namespace/app: "<app>-<namespace>". It holds objects kept until the
+// Application is deleted (garbage-collect strategy onAppDelete or never,
+// keepLegacyResource).
+func RootTrackerName(app, namespace string) string {
+	return fmt.Sprintf("%s-%s", app, namespace)
+}
+
+// entryKey identifies a tracked object independently of its API version.
+type entryKey struct {
+	cluster, group, kind, namespace, name string
+}
+
+func keyOf(r v1beta1.ManagedResource) entryKey {
+	gv, _ := schema.ParseGroupVersion(r.APIVersion)
+	return entryKey{cluster: normCluster(r.Cluster), group: gv.Group, kind: r.Kind, namespace: r.Namespace, name: r.Name}
+}
+
+// trackers are the ResourceTrackers of one Application.
+type trackers struct {
+	root      *v1beta1.ResourceTracker
+	current   *v1beta1.ResourceTracker
+	old       []*v1beta1.ResourceTracker // versioned, other revisions
+	revisions map[string]int64          // tracker name → revision
+}
+
+// listTrackers reads every ResourceTracker of the Application from the hub.
+func (k *Keeper) listTrackers(ctx context.Context, hub client.Client) (*trackers, error) {
+	var list v1beta1.ResourceTrackerList
+	if err := hub.List(ctx, &list, client.MatchingLabels{
+		v1beta1.LabelAppName:      k.appName,
+		v1beta1.LabelAppNamespace: k.appNamespace,
+	}); err != nil {
+		return nil, fmt.Errorf("listing ResourceTrackers of Application %s: %w", k.ownerKey(), err)
+	}
+	t := &trackers{revisions: map[string]int64{}}
+	for i := range list.Items {
+		rt := &list.Items[i]
+		switch {
+		case rt.Spec.Type == v1beta1.ResourceTrackerTypeRoot:
+			t.root = rt
+		case rt.Name == VersionedTrackerName(k.appName, k.appNamespace, k.revision):
+			t.current = rt
+			t.revisions[rt.Name] = k.revision
+		default:
+			t.old = append(t.old, rt)
+			rev, _ := strconv.ParseInt(strings.TrimPrefix(rt.Labels[v1beta1.LabelAppRevision], k.appName+"-v"), 10, 64)
+			t.revisions[rt.Name] = rev
+		}
+	}
+	return t, nil
+}
+
+// newTracker returns an unsaved tracker of this Application.
+func (k *Keeper) newTracker(typ v1beta1.ResourceTrackerType) *v1beta1.ResourceTracker {
+	rt := &v1beta1.ResourceTracker{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels: map[string]string{
+				v1beta1.LabelAppName:      k.appName,
+				v1beta1.LabelAppNamespace: k.appNamespace,
+			},
+		},
+		Spec: v1beta1.ResourceTrackerSpec{Type: typ, ApplicationGeneration: k.generation},
+	}
+	if typ == v1beta1.ResourceTrackerTypeRoot {
+		rt.Name = RootTrackerName(k.appName, k.appNamespace)
+	} else {
+		rt.Name = VersionedTrackerName(k.appName, k.appNamespace, k.revision)
+		rt.Labels[v1beta1.LabelAppRevision] = fmt.Sprintf("%s-v%d", k.appName, k.revision)
+	}
+	return rt
+}
+
+// upsertEntries adds or refreshes entries in the tracker named by typ (the
+// current revision's, or the root), creating it when missing. It writes
+// only when an entry is new or changed, and retries on conflicts.
+func (k *Keeper) upsertEntries(ctx context.Context, hub client.Client, typ v1beta1.ResourceTrackerType, entries []v1beta1.ManagedResource) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	want := k.newTracker(typ)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rt := &v1beta1.ResourceTracker{}
+		err := hub.Get(ctx, client.ObjectKey{Name: want.Name}, rt)
+		create := apierrors.IsNotFound(err)
+		switch {
+		case create:
+			rt = want.DeepCopy()
+		case err != nil:
+			return fmt.Errorf("reading ResourceTracker %s: %w", want.Name, err)
+		case rt.Labels[v1beta1.LabelAppName] != k.appName || rt.Labels[v1beta1.LabelAppNamespace] != k.appNamespace:
+			return fmt.Errorf("ResourceTracker %s belongs to Application %s/%s, not %s: rename one of the Applications",
+				rt.Name, rt.Labels[v1beta1.LabelAppNamespace], rt.Labels[v1beta1.LabelAppName], k.ownerKey())
+		}
+		changed := mergeEntries(rt, entries)
+		if !changed && !create {
+			return nil
+		}
+		if create {
+			if err := hub.Create(ctx, rt, client.FieldOwner(FieldManager)); err != nil {
+				if apierrors.IsAlreadyExists(err) {
+					return apierrors.NewConflict(schema.GroupResource{Group: v1beta1.GroupVersion.Group, Resource: "resourcetrackers"}, rt.Name, err)
+				}
+				return fmt.Errorf("creating ResourceTracker %s: %w", rt.Name, err)
+			}
+			return nil
+		}
+		if err := hub.Update(ctx, rt, client.FieldOwner(FieldManager)); err != nil {
+			if apierrors.IsConflict(err) {
+				return err
+			}
+			return fmt.Errorf("updating ResourceTracker %s: %w", rt.Name, err)
+		}
+		return nil
+	})
+}
+
+// mergeEntries adds or refreshes entries in rt and reports whether rt changed.
+func mergeEntries(rt *v1beta1.ResourceTracker, entries []v1beta1.ManagedResource) bool {
+	changed := false
+	index := map[entryKey]int{}
+	for i, e := range rt.Spec.ManagedResources {
+		index[keyOf(e)] = i
+	}
+	for _, e := range entries {
+		i, ok := index[keyOf(e)]
+		if !ok {
+			rt.Spec.ManagedResources = append(rt.Spec.ManagedResources, e)
+			index[keyOf(e)] = len(rt.Spec.ManagedResources) - 1
+			changed = true
+			continue
+		}
+		cur := rt.Spec.ManagedResources[i]
+		if cur.APIVersion != e.APIVersion || cur.Component != e.Component || cur.Trait != e.Trait || cur.Deleted ||
+			!sameData(cur.Data, e.Data) {
+			if e.Data == nil {
+				e.Data = cur.Data
+			}
+			rt.Spec.ManagedResources[i] = e
+			changed = true
+		}
+	}
+	return changed
+}
+
+// sameData compares two stored objects by their desired hash; nil new data
+// never counts as a change.
+func sameData(cur, next *runtime.RawExtension) bool {
+	if next == nil {
+		return true
+	}
+	if cur == nil {
+		return false
+	}
+	a, errA := decodeData(cur)
+	b, errB := decodeData(next)
+	if errA != nil || errB != nil {
+		return false
+	}
+	ha, errA := desiredHash(a)
+	hb, errB := desiredHash(b)
+	return errA == nil && errB == nil && ha == hb
+}
+
+// encodeData stores obj in a tracker entry.
+func encodeData(obj *unstructured.Unstructured) (*runtime.RawExtension, error) {
+	b, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s %s for its ResourceTracker: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return &runtime.RawExtension{Raw: b}, nil
+}
+
+// decodeData reads the object stored in a tracker entry.
+func decodeData(raw *runtime.RawExtension) (*unstructured.Unstructured, error) {
+	if raw == nil || len(raw.Raw) == 0 {
+		return nil, fmt.Errorf("no data")
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(raw.Raw); err != nil {
+		return nil, fmt.Errorf("decoding tracked object: %w", err)
+	}
+	return obj, nil
+}
+
+// entryFor builds the tracker entry of a desired object.
+func entryFor(cluster string, obj *unstructured.Unstructured) (v1beta1.ManagedResource, error) {
+	data, err := encodeData(obj)
+	if err != nil {
+		return v1beta1.ManagedResource{}, err
+	}
+	l := obj.GetLabels()
+	trait := ""
+	if l[v1beta1.LabelResourceType] == v1beta1.ResourceTypeTrait {
+		trait = l[v1beta1.LabelTraitType]
+	}
+	return v1beta1.ManagedResource{
+		ClusterObjectReference: refOf(cluster, obj),
+		Component:              l[v1beta1.LabelAppComponent],
+		Trait:                  trait,
+		Data:                   data,
+	}, nil
+}
