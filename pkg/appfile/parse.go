@@ -1,0 +1,600 @@
+package appfile
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/cuex"
+)
+
+// FieldError is one validation error of an Application.
+type FieldError struct {
+	// Path is the field path in the Application
+	// (`spec.components[1].traits[0].properties.replicas`).
+	Path string
+	// Message says what is wrong and what was expected.
+	Message string
+}
+
+func (e FieldError) String() string {
+	if e.Path == "" {
+		return e.Message
+	}
+	return e.Path + ": " + e.Message
+}
+
+// ValidationError lists every problem Parse found.
+type ValidationError struct {
+	// App is "<namespace>/<name>" of the Application.
+	App    string
+	Errors []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	if len(e.Errors) == 1 {
+		fmt.Fprintf(&b, "application %s is invalid: %s", e.App, e.Errors[0])
+		return b.String()
+	}
+	fmt.Fprintf(&b, "application %s is invalid (%d errors):", e.App, len(e.Errors))
+	for _, fe := range e.Errors {
+		b.WriteString("\n  ")
+		b.WriteString(fe.String())
+	}
+	return b.String()
+}
+
+// parser carries the state of one Parse.
+type parser struct {
+	ctx  context.Context
+	src  DefinitionSource
+	af   *AppFile
+	errs []FieldError
+}
+
+func (p *parser) errorf(path, format string, args ...any) {
+	p.errs = append(p.errs, FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// Parse validates app and resolves every definition it uses from src. It
+// reports all problems at once in a *ValidationError: unknown
+// component/trait/policy/step types, properties that do not match a
+// definition's `parameter` (wrong type or value, missing required property
+// unless an inputs[].parameterKey supplies it, unknown property of a closed
+// parameter), dependsOn naming unknown components or forming a cycle,
+// duplicate component, policy or step names, traits violating
+// conflictsWith/appliesToWorkloads, and names Kubernetes would reject.
+// Errors that are not about the Application (a definition that cannot be
+// read, a cluster that cannot be reached) are returned as they are.
+//
+// The CUE engine comes from ctx (WithEngine), else a new one is made.
+func Parse(ctx context.Context, app *v1beta1.Application, src DefinitionSource) (*AppFile, error) {
+	if app == nil {
+		return nil, errors.New("parse: nil Application")
+	}
+	engine := EngineFrom(ctx)
+	if engine == nil {
+		engine = cuex.NewEngine()
+	}
+	ns := app.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	af := &AppFile{
+		Name:           app.Name,
+		Namespace:      ns,
+		Labels:         app.Labels,
+		Annotations:    app.Annotations,
+		PublishVersion: app.Annotations[v1beta1.AnnoPublishVersion],
+		Generation:     app.Generation,
+		App:            app,
+		Engine:         engine,
+	}
+	p := &parser{ctx: ctx, src: src, af: af}
+	p.checkName("metadata.name", app.Name, "application")
+	if err := p.components(app.Spec.Components); err != nil {
+		return nil, err
+	}
+	if err := p.policies(app.Spec.Policies); err != nil {
+		return nil, err
+	}
+	if err := p.workflow(app.Spec.Workflow); err != nil {
+		return nil, err
+	}
+	if len(p.errs) > 0 {
+		return nil, &ValidationError{App: ns + "/" + app.Name, Errors: p.errs}
+	}
+	return af, nil
+}
+
+// checkName applies the Kubernetes limits that a name used in object names
+// and label values must meet (RFC 1123 label: ≤ 63 lowercase alphanumerics
+// or '-').
+func (p *parser) checkName(path, name, what string) bool {
+	if name == "" {
+		p.errorf(path, "%s name is empty", what)
+		return false
+	}
+	if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
+		p.errorf(path, "%s name %q is not valid in Kubernetes object names and labels: %s", what, name, strings.Join(msgs, "; "))
+		return false
+	}
+	return true
+}
+
+// resolve gets a definition; a missing one is a validation error at path.
+func (p *parser) resolve(path string, kind DefinitionKind, typ string) (*Definition, error) {
+	if typ == "" {
+		p.errorf(path, "type is empty")
+		return nil, nil
+	}
+	if _, _, err := SplitRevision(typ); err != nil {
+		p.errorf(path, "%v", err)
+		return nil, nil
+	}
+	d, err := p.src.Get(p.ctx, kind, typ)
+	if errors.Is(err, ErrDefinitionNotFound) {
+		p.errorf(path, "unknown %s type %q (no %s definition of that name)", kind, typ, kind)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resolving %s %q (%s): %w", kind, typ, path, err)
+	}
+	return d, nil
+}
+
+// checkProperties validates props against d's parameter and records
+// errors and warnings under path.
+func (p *parser) checkProperties(path string, d *Definition, props map[string]any, cctx map[string]any, supplied []string) error {
+	text := d.Template()
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	t, err := p.af.Engine.Compile(d.CUESource(), text)
+	if err != nil {
+		p.errorf(path, "definition %s %q does not compile: %v", d.Kind, d.Name, err)
+		return nil
+	}
+	if !t.HasField("parameter") {
+		return nil
+	}
+	res, err := p.af.Engine.CheckParameter(p.ctx, t, props, cctx, supplied)
+	if err != nil {
+		var ce *cuex.Error
+		var ces cuex.Errors
+		if errors.As(err, &ce) || errors.As(err, &ces) {
+			p.errorf(path, "%v", err)
+			return nil
+		}
+		return err
+	}
+	for _, fe := range res.Errors {
+		p.errorf(joinPath(path, fe.Path), "%s", fe.Message)
+	}
+	for _, w := range res.Warnings {
+		p.af.Warnings = append(p.af.Warnings, joinPath(path, w.Path)+": "+w.Message)
+	}
+	return nil
+}
+
+// joinPath appends CUE path segments to a field path: numbers become [i].
+func joinPath(base string, segs []string) string {
+	var b strings.Builder
+	b.WriteString(base)
+	for _, s := range segs {
+		if _, err := strconv.Atoi(s); err == nil {
+			b.WriteString("[" + s + "]")
+			continue
+		}
+		if isIdentLike(s) {
+			b.WriteString("." + s)
+		} else {
+			b.WriteString("[" + strconv.Quote(s) + "]")
+		}
+	}
+	return b.String()
+}
+
+func isIdentLike(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r == '-' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// DecodeProperties decodes a properties object: integers become int64,
+// other numbers float64 (CUE tells int from float, so 3 must stay an int).
+// nil or empty means an empty object.
+func DecodeProperties(raw *runtime.RawExtension) (map[string]any, error) {
+	if raw == nil || len(bytes.TrimSpace(raw.Raw)) == 0 {
+		if raw != nil && raw.Object != nil {
+			b, err := json.Marshal(raw.Object)
+			if err != nil {
+				return nil, err
+			}
+			return decodeObject(b)
+		}
+		return map[string]any{}, nil
+	}
+	return decodeObject(raw.Raw)
+}
+
+func decodeObject(b []byte) (map[string]any, error) {
+	if string(bytes.TrimSpace(b)) == "null" {
+		return map[string]any{}, nil
+	}
+	v, err := DecodeJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("properties must be an object, got %s", kindName(v))
+	}
+	return m, nil
+}
+
+// DecodeJSON decodes JSON keeping integers as int64.
+func DecodeJSON(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("trailing data after JSON value")
+	}
+	return normalizeNumbers(v), nil
+}
+
+func normalizeNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalizeNumbers(e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = normalizeNumbers(e)
+		}
+		return x
+	case json.Number:
+		if i, err := x.Int64(); err == nil && !strings.ContainsAny(string(x), ".eE") {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	}
+	return v
+}
+
+func kindName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a bool"
+	case map[string]any:
+		return "an object"
+	}
+	return "a number"
+}
+
+// validationContext is the `context` parameters are checked under: the
+// real values known before rendering, placeholders for the rest.
+func (p *parser) validationContext(name string) map[string]any {
+	af := p.af
+	comps := make([]any, 0, len(af.App.Spec.Components))
+	for _, c := range af.App.Spec.Components {
+		comps = append(comps, map[string]any{"name": c.Name, "type": c.Type})
+	}
+	return map[string]any{
+		"name":           name,
+		"namespace":      af.Namespace,
+		"appName":        af.Name,
+		"appRevision":    af.Name + "-v1",
+		"appRevisionNum": int64(1),
+		"revision":       name + "-v1",
+		"components":     comps,
+		"appLabels":      stringMap(af.Labels),
+		"appAnnotations": stringMap(af.Annotations),
+		"cluster":        "",
+		"clusterVersion": map[string]any{"major": "1", "minor": "31", "gitVersion": "v1.31.0"},
+		"workflowName":   af.Name,
+		"publishVersion": af.PublishVersion,
+	}
+}
+
+func stringMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// suppliedKeys turns inputs[].parameterKey into dotted CUE paths.
+func suppliedKeys(inputs []string) []string {
+	out := make([]string, 0, len(inputs))
+	for _, k := range inputs {
+		k = strings.ReplaceAll(k, "[", ".")
+		k = strings.ReplaceAll(k, "]", "")
+		out = append(out, strings.TrimPrefix(k, "parameter."))
+	}
+	return out
+}
+
+func (p *parser) components(specs []common.ApplicationComponent) error {
+	if len(specs) == 0 {
+		p.errorf("spec.components", "an application needs at least one component")
+	}
+	seen := map[string]int{}
+	for i := range specs {
+		cs := &specs[i]
+		path := fmt.Sprintf("spec.components[%d]", i)
+		if j, dup := seen[cs.Name]; dup && cs.Name != "" {
+			p.errorf(path+".name", "duplicate component name %q (also spec.components[%d])", cs.Name, j)
+		} else {
+			seen[cs.Name] = i
+		}
+		p.checkName(path+".name", cs.Name, "component")
+		comp := &Component{
+			Name:             cs.Name,
+			Type:             cs.Type,
+			DependsOn:        cs.DependsOn,
+			Inputs:           cs.Inputs,
+			Outputs:          cs.Outputs,
+			ExternalRevision: cs.ExternalRevision,
+		}
+		props, err := DecodeProperties(cs.Properties)
+		if err != nil {
+			p.errorf(path+".properties", "%v", err)
+			props = map[string]any{}
+		}
+		comp.Properties = props
+		def, err := p.resolve(path+".type", KindComponent, cs.Type)
+		if err != nil {
+			return err
+		}
+		comp.Definition = def
+		cctx := p.validationContext(cs.Name)
+		if def != nil {
+			var keys []string
+			for _, in := range cs.Inputs {
+				if in.ParameterKey != "" {
+					keys = append(keys, in.ParameterKey)
+				}
+			}
+			if err := p.checkProperties(path+".properties", def, props, cctx, suppliedKeys(keys)); err != nil {
+				return err
+			}
+		}
+		for j := range cs.Inputs {
+			if cs.Inputs[j].From == "" {
+				p.errorf(fmt.Sprintf("%s.inputs[%d].from", path, j), "input names no output (from is empty)")
+			}
+		}
+		for j := range cs.Outputs {
+			if cs.Outputs[j].Name == "" {
+				p.errorf(fmt.Sprintf("%s.outputs[%d].name", path, j), "output name is empty")
+			}
+		}
+		if err := p.traits(path, comp, cs.Traits, cctx); err != nil {
+			return err
+		}
+		p.af.Components = append(p.af.Components, comp)
+	}
+	p.dependencies(specs)
+	return nil
+}
+
+func (p *parser) traits(path string, comp *Component, specs []common.ApplicationTrait, cctx map[string]any) error {
+	for j := range specs {
+		ts := &specs[j]
+		tpath := fmt.Sprintf("%s.traits[%d]", path, j)
+		props, err := DecodeProperties(ts.Properties)
+		if err != nil {
+			p.errorf(tpath+".properties", "%v", err)
+			props = map[string]any{}
+		}
+		def, err := p.resolve(tpath+".type", KindTrait, ts.Type)
+		if err != nil {
+			return err
+		}
+		tr := &Trait{Type: ts.Type, Definition: def, Properties: props}
+		comp.Traits = append(comp.Traits, tr)
+		if def == nil {
+			continue
+		}
+		if err := p.checkProperties(tpath+".properties", def, props, cctx, nil); err != nil {
+			return err
+		}
+		spec := def.TraitSpec()
+		if comp.Definition != nil && len(spec.AppliesToWorkloads) > 0 && !appliesTo(spec.AppliesToWorkloads, comp.Definition) {
+			p.errorf(tpath+".type", "trait %q applies to %s, not to component type %q (workload %s)", ts.Type,
+				strings.Join(spec.AppliesToWorkloads, ", "), comp.Type, strings.Join(comp.Definition.WorkloadNames()[1:], ", "))
+		}
+		for k := 0; k < j; k++ {
+			other := specs[k].Type
+			otherBase, _, _ := SplitRevision(other)
+			if conflicts(spec.ConflictsWith, otherBase) {
+				p.errorf(tpath+".type", "trait %q conflicts with trait %q (%s.traits[%d])", ts.Type, other, path, k)
+			} else if od := comp.Traits[k].Definition; od != nil {
+				base, _, _ := SplitRevision(ts.Type)
+				if conflicts(od.TraitSpec().ConflictsWith, base) {
+					p.errorf(tpath+".type", "trait %q conflicts with trait %q (%s.traits[%d])", ts.Type, other, path, k)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// appliesTo matches a trait's appliesToWorkloads against a component
+// definition: "*" matches all, other entries match the definition name,
+// workload type, kind, or "<plural>.<group>"/"<Kind>.<group>" forms.
+func appliesTo(list []string, d *Definition) bool {
+	names := d.WorkloadNames()
+	for _, a := range list {
+		if a == "*" {
+			return true
+		}
+		for _, n := range names {
+			if strings.EqualFold(a, n) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// conflicts reports whether typ is listed in conflictsWith ("*" lists all).
+func conflicts(list []string, typ string) bool {
+	for _, c := range list {
+		if c == typ || c == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// dependencies checks dependsOn names and looks for cycles.
+func (p *parser) dependencies(specs []common.ApplicationComponent) {
+	index := map[string]int{}
+	for i, c := range specs {
+		if _, ok := index[c.Name]; !ok {
+			index[c.Name] = i
+		}
+	}
+	graph := map[string][]string{}
+	for i, c := range specs {
+		for j, d := range c.DependsOn {
+			path := fmt.Sprintf("spec.components[%d].dependsOn[%d]", i, j)
+			switch {
+			case d == c.Name:
+				p.errorf(path, "component %q depends on itself", c.Name)
+			case !has(index, d):
+				p.errorf(path, "unknown component %q", d)
+			default:
+				graph[c.Name] = append(graph[c.Name], d)
+			}
+		}
+	}
+	for _, cyc := range findCycles(graph, names(specs)) {
+		p.errorf(fmt.Sprintf("spec.components[%d].dependsOn", index[cyc[0]]), "dependency cycle: %s", strings.Join(cyc, " → "))
+	}
+}
+
+func names(specs []common.ApplicationComponent) []string {
+	out := make([]string, len(specs))
+	for i, c := range specs {
+		out[i] = c.Name
+	}
+	return out
+}
+
+func has(m map[string]int, k string) bool { _, ok := m[k]; return ok }
+
+// findCycles returns each cycle of graph once, as the path that closes it
+// (first node repeated at the end), starting from nodes in order.
+func findCycles(graph map[string][]string, order []string) [][]string {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var stack []string
+	var out [][]string
+	seen := map[string]bool{}
+	var visit func(n string)
+	visit = func(n string) {
+		color[n] = grey
+		stack = append(stack, n)
+		for _, m := range graph[n] {
+			switch color[m] {
+			case white:
+				visit(m)
+			case grey:
+				i := len(stack) - 1
+				for stack[i] != m {
+					i--
+				}
+				cyc := append(append([]string(nil), stack[i:]...), m)
+				key := canonicalCycle(cyc[:len(cyc)-1])
+				if !seen[key] {
+					seen[key] = true
+					out = append(out, cyc)
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[n] = black
+	}
+	for _, n := range order {
+		if color[n] == white {
+			visit(n)
+		}
+	}
+	return out
+}
+
+func canonicalCycle(c []string) string {
+	s := append([]string(nil), c...)
+	sort.Strings(s)
+	return strings.Join(s, "\x00")
+}
+
+func (p *parser) policies(specs []common.AppPolicy) error {
+	seen := map[string]int{}
+	for i := range specs {
+		ps := &specs[i]
+		path := fmt.Sprintf("spec.policies[%d]", i)
+		if j, dup := seen[ps.Name]; dup && ps.Name != "" {
+			p.errorf(path+".name", "duplicate policy name %q (also spec.policies[%d])", ps.Name, j)
+		} else {
+			seen[ps.Name] = i
+		}
+		p.checkName(path+".name", ps.Name, "policy")
+		props, err := DecodeProperties(ps.Properties)
+		if err != nil {
+			p.errorf(path+".properties", "%v", err)
+			props = map[string]any{}
+		}
+		def, err := p.resolve(path+".type", KindPolicy, ps.Type)
+		if err != nil {
+			return err
+		}
+		pol := &Policy{Name: ps.Name, Type: ps.Type, Definition: def, Properties: props}
+		p.af.Policies = append(p.af.Policies, pol)
+		if def != nil {
+			if err := p.checkProperties(path+".properties", def, props, p.validationContext(ps.Name), nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

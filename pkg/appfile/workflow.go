@@ -1,0 +1,186 @@
+package appfile
+
+import (
+	"fmt"
+	"time"
+
+	oamv1alpha1 "github.com/kubevela/pkg/apis/oam/v1alpha1"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+)
+
+// workflow validates spec.workflow, or builds the default workflow: one
+// apply-component step per component (DAG over dependsOn), or, when the
+// app has topology or override policies, a single deploy step using them.
+func (p *parser) workflow(wf *common.Workflow) error {
+	if wf == nil || (len(wf.Steps) == 0 && wf.Ref == "") {
+		p.af.Workflow = p.defaultWorkflow()
+		return nil
+	}
+	out := &Workflow{Ref: wf.Ref, Mode: ModeStepByStep, SubStepMode: ModeDAG}
+	if wf.Mode != nil {
+		if wf.Mode.Steps != "" {
+			out.Mode = string(wf.Mode.Steps)
+		}
+		if wf.Mode.SubSteps != "" {
+			out.SubStepMode = string(wf.Mode.SubSteps)
+		}
+	}
+	p.checkMode("spec.workflow.mode.steps", out.Mode)
+	p.checkMode("spec.workflow.mode.subSteps", out.SubStepMode)
+	if wf.Ref != "" && len(wf.Steps) > 0 {
+		p.errorf("spec.workflow.ref", "set either ref or steps, not both")
+	}
+	seen := map[string]string{}
+	for i := range wf.Steps {
+		path := fmt.Sprintf("spec.workflow.steps[%d]", i)
+		ws := &wf.Steps[i]
+		step, err := p.step(path, &ws.WorkflowStepBase, seen)
+		if err != nil {
+			return err
+		}
+		if ws.Mode != "" {
+			step.Mode = string(ws.Mode)
+			p.checkMode(path+".mode", step.Mode)
+		}
+		if len(ws.SubSteps) > 0 && ws.Type != StepTypeStepGroup {
+			p.errorf(path+".subSteps", "only steps of type %q have subSteps", StepTypeStepGroup)
+		}
+		for j := range ws.SubSteps {
+			sub, err := p.step(fmt.Sprintf("%s.subSteps[%d]", path, j), &ws.SubSteps[j], seen)
+			if err != nil {
+				return err
+			}
+			if sub.Type == StepTypeStepGroup {
+				p.errorf(fmt.Sprintf("%s.subSteps[%d].type", path, j), "step groups cannot be nested")
+			}
+			step.SubSteps = append(step.SubSteps, sub)
+		}
+		out.Steps = append(out.Steps, step)
+	}
+	// dependsOn must name steps of the same level.
+	p.stepDeps("spec.workflow.steps", out.Steps)
+	for i, s := range out.Steps {
+		p.stepDeps(fmt.Sprintf("spec.workflow.steps[%d].subSteps", i), s.SubSteps)
+	}
+	p.af.Workflow = out
+	return nil
+}
+
+func (p *parser) checkMode(path, mode string) {
+	if mode != ModeStepByStep && mode != ModeDAG {
+		p.errorf(path, "unknown mode %q (want %s or %s)", mode, ModeStepByStep, ModeDAG)
+	}
+}
+
+func (p *parser) step(path string, ws *oamv1alpha1.WorkflowStepBase, seen map[string]string) (*WorkflowStep, error) {
+	if ws.Name == "" {
+		p.errorf(path+".name", "step name is empty")
+	} else if other, dup := seen[ws.Name]; dup {
+		p.errorf(path+".name", "duplicate step name %q (also %s)", ws.Name, other)
+	} else {
+		seen[ws.Name] = path
+	}
+	if ws.Timeout != "" {
+		if _, err := time.ParseDuration(ws.Timeout); err != nil {
+			p.errorf(path+".timeout", "%q is not a duration (e.g. 30s, 5m)", ws.Timeout)
+		}
+	}
+	props, err := DecodeProperties(ws.Properties)
+	if err != nil {
+		p.errorf(path+".properties", "%v", err)
+		props = map[string]any{}
+	}
+	step := &WorkflowStep{
+		Name:       ws.Name,
+		Type:       ws.Type,
+		Properties: props,
+		DependsOn:  ws.DependsOn,
+		If:         ws.If,
+		Timeout:    ws.Timeout,
+		Inputs:     ws.Inputs,
+		Outputs:    ws.Outputs,
+		Meta:       ws.Meta,
+		src:        p.src,
+	}
+	if ws.Type == StepTypeSuspend || ws.Type == StepTypeStepGroup {
+		return step, nil
+	}
+	def, err := p.resolve(path+".type", KindWorkflowStep, ws.Type)
+	if err != nil {
+		return nil, err
+	}
+	if def == nil {
+		return step, nil
+	}
+	step.def = def
+	step.once.Do(func() {})
+	var keys []string
+	for _, in := range ws.Inputs {
+		if in.ParameterKey != "" {
+			keys = append(keys, in.ParameterKey)
+		}
+	}
+	cctx := p.validationContext(p.af.Name)
+	cctx["stepName"] = ws.Name
+	cctx["stepSessionID"] = ""
+	if err := p.checkProperties(path+".properties", def, props, cctx, suppliedKeys(keys)); err != nil {
+		return nil, err
+	}
+	return step, nil
+}
+
+func (p *parser) stepDeps(path string, steps []*WorkflowStep) {
+	names := map[string]int{}
+	for i, s := range steps {
+		names[s.Name] = i
+	}
+	graph := map[string][]string{}
+	order := make([]string, 0, len(steps))
+	for i, s := range steps {
+		order = append(order, s.Name)
+		for j, d := range s.DependsOn {
+			if !has(names, d) {
+				p.errorf(fmt.Sprintf("%s[%d].dependsOn[%d]", path, i, j), "unknown step %q", d)
+				continue
+			}
+			graph[s.Name] = append(graph[s.Name], d)
+		}
+	}
+	for _, cyc := range findCycles(graph, order) {
+		p.errorf(fmt.Sprintf("%s[%d].dependsOn", path, names[cyc[0]]), "dependency cycle: %v", cyc)
+	}
+}
+
+// defaultWorkflow builds the workflow of an app without spec.workflow steps.
+func (p *parser) defaultWorkflow() *Workflow {
+	af := p.af
+	var deployPolicies []any
+	for _, pol := range af.Policies {
+		if pol.Type == PolicyTopology || pol.Type == PolicyOverride {
+			deployPolicies = append(deployPolicies, pol.Name)
+		}
+	}
+	if len(deployPolicies) > 0 {
+		return &Workflow{
+			Mode: ModeStepByStep, SubStepMode: ModeDAG, Default: true,
+			Steps: []*WorkflowStep{{
+				Name:       StepTypeDeploy,
+				Type:       StepTypeDeploy,
+				Properties: map[string]any{"policies": deployPolicies, "parallelism": int64(5)},
+				src:        p.src,
+			}},
+		}
+	}
+	wf := &Workflow{Mode: ModeDAG, SubStepMode: ModeDAG, Default: true}
+	for _, c := range af.Components {
+		wf.Steps = append(wf.Steps, &WorkflowStep{
+			Name:       c.Name,
+			Type:       StepTypeApplyComponent,
+			Properties: map[string]any{"component": c.Name},
+			DependsOn:  c.DependsOn,
+			src:        p.src,
+		})
+	}
+	return wf
+}

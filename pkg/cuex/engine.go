@@ -1,0 +1,318 @@
+// Package cuex compiles and evaluates the CUE of OAM definitions: templates,
+// health policies and custom status. It caches compiled CUE by content hash,
+// bounds every evaluation in time, recovers from evaluator panics, and
+// translates CUE errors into errors that name the definition, the field path,
+// the conflicting values and the position inside the definition's source.
+//
+// An Engine is safe for concurrent use; evaluations on one Engine run one at
+// a time (CUE values are not safe for concurrent use), so a process that
+// renders in parallel uses one Engine per worker.
+package cuex
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+)
+
+// Limits bound the work one definition may cause. Zero fields take the defaults.
+type Limits struct {
+	// MaxSourceBytes bounds a template's CUE source (default 1 MiB).
+	MaxSourceBytes int
+	// MaxInputBytes bounds the JSON size of the properties filled into one
+	// evaluation (default 1 MiB: a Kubernetes object cannot be much larger).
+	MaxInputBytes int
+	// MaxOutputBytes bounds the JSON size of what one evaluation yields (default 8 MiB).
+	MaxOutputBytes int
+	// Timeout bounds one evaluation (default 5 s). CUE cannot be interrupted:
+	// an evaluation that times out is abandoned, the Engine starts over with a
+	// fresh CUE context, and the definition is remembered as failing so it is
+	// never evaluated again by this Engine.
+	Timeout time.Duration
+}
+
+// DefaultLimits are the limits of an Engine built without options.
+var DefaultLimits = Limits{
+	MaxSourceBytes: 1 << 20,
+	MaxInputBytes:  1 << 20,
+	MaxOutputBytes: 8 << 20,
+	Timeout:        5 * time.Second,
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxSourceBytes <= 0 {
+		l.MaxSourceBytes = DefaultLimits.MaxSourceBytes
+	}
+	if l.MaxInputBytes <= 0 {
+		l.MaxInputBytes = DefaultLimits.MaxInputBytes
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = DefaultLimits.MaxOutputBytes
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultLimits.Timeout
+	}
+	return l
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithLimits sets the evaluation limits.
+func WithLimits(l Limits) Option { return func(e *Engine) { e.limits = l.withDefaults() } }
+
+// Engine compiles CUE sources once per content hash and evaluates them under
+// the Engine's limits.
+type Engine struct {
+	mu     sync.Mutex
+	limits Limits
+	gen    int // incremented when the CUE context is replaced
+	cctx   *cue.Context
+	cache  map[string]*Template
+	// failed remembers sources whose evaluation timed out or panicked.
+	failed map[string]error
+}
+
+// NewEngine returns an Engine with an empty cache.
+func NewEngine(opts ...Option) *Engine {
+	e := &Engine{limits: DefaultLimits, failed: map[string]error{}}
+	for _, o := range opts {
+		o(e)
+	}
+	e.resetLocked()
+	return e
+}
+
+// Limits returns the Engine's limits.
+func (e *Engine) Limits() Limits { return e.limits }
+
+func (e *Engine) resetLocked() {
+	e.gen++
+	e.cctx = cuecontext.New()
+	e.cache = map[string]*Template{}
+}
+
+// Source names a piece of CUE for error messages and positions.
+type Source struct {
+	// Kind is the definition kind ("component", "trait", "policy",
+	// "workflow-step") or another word naming the CUE ("health policy" …).
+	Kind string
+	// Name is the definition name.
+	Name string
+	// File is the file name used in positions; empty means "<kind> <name>".
+	File string
+	// LineOffset is added to lines after the first ImportLines lines to map
+	// them to lines of File (a .cue definition file holds the template
+	// inside `template: {...}`).
+	LineOffset  int
+	ImportLines int
+	// StubImports replaces imports that are not CUE standard-library
+	// packages (vela/kube, vela/op, …) with open placeholders, so a
+	// workflow-step template compiles without its provider packages. Only
+	// its `parameter` is meaningful then.
+	StubImports bool
+}
+
+// String is "<kind> <name>" (`trait "scaler"`).
+func (s Source) String() string {
+	if s.Name == "" {
+		return s.Kind
+	}
+	return fmt.Sprintf("%s %q", s.Kind, s.Name)
+}
+
+func (s Source) filename() string {
+	if s.File != "" {
+		return s.File
+	}
+	return s.Kind + " " + s.Name
+}
+
+// Template is compiled CUE, ready to be evaluated many times.
+type Template struct {
+	src   Source
+	text  string
+	key   string
+	gen   int
+	value cue.Value
+}
+
+// Source returns what the template was compiled from.
+func (t *Template) Source() Source { return t.src }
+
+// Hash returns the content hash the template is cached under.
+func (t *Template) Hash() string { return t.key }
+
+// HasField reports whether the template declares a top-level field (for
+// example "parameter", "output", "patch").
+func (t *Template) HasField(name string) bool {
+	return t.value.LookupPath(cue.MakePath(cue.Str(name))).Exists()
+}
+
+// sourceKey hashes everything that changes how text compiles.
+func sourceKey(src Source, text string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%t\x00", src.StubImports)
+	h.Write([]byte(text))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Compile compiles text (cached by content hash). Templates may reference
+// `context` and `parameter` without declaring them. Standard-library imports
+// are allowed; other imports are an error unless src.StubImports is set.
+func (e *Engine) Compile(src Source, text string) (*Template, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.compileLocked(src, text)
+}
+
+func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
+	if len(text) > e.limits.MaxSourceBytes {
+		return nil, &Error{Source: src, Message: fmt.Sprintf("CUE source is %d bytes, over the limit of %d", len(text), e.limits.MaxSourceBytes)}
+	}
+	key := sourceKey(src, text)
+	if err, ok := e.failed[key]; ok {
+		return nil, err
+	}
+	if t, ok := e.cache[key]; ok {
+		if t.src == src {
+			return t, nil
+		}
+		// Same CUE under another name: share the value, keep the name.
+		cp := *t
+		cp.src = src
+		return &cp, nil
+	}
+	full, err := prepareSource(src, text)
+	if err != nil {
+		return nil, err
+	}
+	var v cue.Value
+	if perr := safely(func() { v = e.cctx.CompileString(full, cue.Filename(src.filename())) }); perr != nil {
+		return nil, &Error{Source: src, Message: "CUE compiler panicked: " + perr.Error()}
+	}
+	if err := v.Err(); err != nil {
+		return nil, translate(src, err, "")
+	}
+	t := &Template{src: src, text: text, key: key, gen: e.gen, value: v}
+	e.cache[key] = t
+	return t, nil
+}
+
+// prepareSource appends open declarations of `context` and `parameter`
+// (templates use both without declaring them) and stubs provider imports
+// when asked.
+func prepareSource(src Source, text string) (string, error) {
+	imports, err := nonStdImports(text)
+	if err != nil {
+		return "", translate(src, err, "")
+	}
+	if len(imports) > 0 {
+		if !src.StubImports {
+			return "", &Error{Source: src, Message: fmt.Sprintf("imports %s, which is not a CUE standard-library package (only workflow-step definitions may import provider packages)", strings.Join(imports, ", "))}
+		}
+		text, err = stubImports(text)
+		if err != nil {
+			return "", translate(src, err, "")
+		}
+	}
+	return text + "\ncontext: _\nparameter: _\n", nil
+}
+
+// Eval fills the template with the given values (CUE path → Go value, e.g.
+// "parameter" → properties, "context" → the context struct) and calls fn
+// with the result. fn runs under the Engine's time limit and must do all
+// its CUE work on v (CUE evaluates lazily, so reading v is the evaluation).
+// fn must not call back into the Engine.
+func (e *Engine) Eval(ctx context.Context, t *Template, fills map[string]any, fn func(v cue.Value) error) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err, ok := e.failed[t.key]; ok {
+		return err
+	}
+	if t.gen != e.gen {
+		fresh, err := e.compileLocked(t.src, t.text)
+		if err != nil {
+			return err
+		}
+		t = fresh
+	}
+	return e.runLocked(ctx, t.src, t.key, func() error {
+		v := t.value
+		for _, p := range sortedKeys(fills) {
+			v = v.FillPath(cue.ParsePath(p), fills[p])
+		}
+		return fn(v)
+	})
+}
+
+// runLocked runs fn in its own goroutine and waits for it, for the time
+// limit or for ctx. On a timeout the CUE context is abandoned to the
+// goroutine and replaced.
+func (e *Engine) runLocked(ctx context.Context, src Source, key string, fn func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		if perr := safely(func() { err = fn() }); perr != nil {
+			err = &Error{Source: src, Message: "CUE evaluation panicked: " + perr.Error()}
+			done <- &panicked{err}
+			return
+		}
+		done <- err
+	}()
+	timer := time.NewTimer(e.limits.Timeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		if p, ok := err.(*panicked); ok {
+			e.failed[key] = p.err
+			e.resetLocked()
+			return p.err
+		}
+		return err
+	case <-timer.C:
+		err := &Error{Source: src, Message: fmt.Sprintf("evaluation did not finish within %s: the template loops or builds a huge value (look for comprehensions over large ranges or exploding disjunctions)", e.limits.Timeout)}
+		e.failed[key] = err
+		e.resetLocked()
+		return err
+	case <-ctx.Done():
+		e.resetLocked()
+		return fmt.Errorf("evaluating %s: %w", src, ctx.Err())
+	}
+}
+
+type panicked struct{ err error }
+
+func (p *panicked) Error() string { return p.err.Error() }
+
+// safely runs fn and turns a panic into an error.
+func safely(fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	fn()
+	return nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	// "context" before "parameter" before anything else; stable otherwise.
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}

@@ -1,0 +1,433 @@
+package cuex
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"cuelang.org/go/cue"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/format"
+)
+
+// FieldError is a problem with one property of a component, trait, policy
+// or step, relative to the definition's `parameter`.
+type FieldError struct {
+	// Path is the property path; list indices are decimal strings
+	// (["ports", "0", "port"]).
+	Path []string
+	// Message says what was expected and what was given.
+	Message string
+}
+
+// ParameterCheck is the outcome of CheckParameter.
+type ParameterCheck struct {
+	// Errors make the properties unusable.
+	Errors []FieldError
+	// Warnings are properties the definition ignores (unknown keys of an
+	// open parameter struct).
+	Warnings []FieldError
+}
+
+// CheckParameter unifies props (JSON-like Go data) with the template's
+// `parameter` under cctx (the `context` value; parameters may default from
+// it) and reports every problem at once: wrong types and values (expected
+// vs. given), missing required properties, unknown properties (errors when
+// the parameter is closed, warnings when it is an open struct without
+// `...`), and the template's own `errs`-free constraints on parameter.
+// supplied lists dotted parameter keys that inputs[].parameterKey will fill
+// at run time: missing values at or under them are not errors.
+func (e *Engine) CheckParameter(ctx context.Context, t *Template, props any, cctx map[string]any, supplied []string) (ParameterCheck, error) {
+	if props == nil {
+		props = map[string]any{}
+	}
+	if err := e.checkInputSize(t.src, props); err != nil {
+		return ParameterCheck{}, err
+	}
+	var res ParameterCheck
+	schema := t.value.LookupPath(cue.MakePath(cue.Str("parameter")))
+	err := e.Eval(ctx, t, map[string]any{"context": cctx, "parameter": props}, func(v cue.Value) error {
+		pv := v.LookupPath(cue.MakePath(cue.Str("parameter")))
+		errPaths := map[string]bool{}
+		add := func(path []string, msg string) {
+			k := strings.Join(path, "\x00") + "\x00" + msg
+			if errPaths[k] {
+				return
+			}
+			errPaths[k] = true
+			res.Errors = append(res.Errors, FieldError{Path: path, Message: msg})
+		}
+		verr := pv.Validate(cue.Concrete(true), cue.All())
+		if verr == nil {
+			verr = pv.Err()
+		}
+		all := cueerrors.Errors(verr)
+		// Group CUE's messages by path; one error per path is enough.
+		type group struct {
+			path []string
+			msgs []string
+		}
+		var groups []*group
+		byPath := map[string]*group{}
+		for _, ce := range all {
+			format, args := ce.Msg()
+			msg := fmt.Sprintf(format, args...)
+			if strings.Contains(msg, "errors in empty disjunction") && len(all) > 1 {
+				continue
+			}
+			path := append([]string(nil), ce.Path()...)
+			if len(path) > 0 && path[0] == "parameter" {
+				path = path[1:]
+			} else if len(path) > 0 {
+				// An error outside parameter (in context, say) is not the user's.
+				add(nil, strings.Join(path, ".")+": "+msg)
+				continue
+			}
+			k := strings.Join(path, "\x00")
+			g := byPath[k]
+			if g == nil {
+				g = &group{path: path}
+				byPath[k] = g
+				groups = append(groups, g)
+			}
+			g.msgs = append(g.msgs, msg)
+		}
+		for _, g := range groups {
+			path := g.path
+			msg := pickMessage(g.msgs)
+			given, provided := lookupData(props, path)
+			switch {
+			case isIncomplete(msg):
+				if !provided {
+					if !isSupplied(path, supplied) {
+						add(path, "missing required property"+expectedSuffix(schemaAt(schema, path)))
+					}
+					continue
+				}
+				add(path, msg)
+			case strings.Contains(msg, "field not allowed"):
+				add(path, "unknown property"+allowedSuffix(schemaAt(schema, path[:len(path)-1])))
+			case provided:
+				exp := schemaText(schemaAt(schema, path))
+				switch {
+				case exp == "":
+					add(path, msg)
+				case strings.Contains(msg, "mismatched types"):
+					add(path, fmt.Sprintf("expected %s, got %s %s", exp, kindOf(given), short(given)))
+				default:
+					add(path, fmt.Sprintf("expected %s, got %s %s: %s", exp, kindOf(given), short(given), msg))
+				}
+			default:
+				add(path, msg)
+			}
+		}
+		// CUE stops reporting incomplete values under a struct that has a
+		// conflict; walk for missing required properties ourselves.
+		missing(pv, nil, func(path []string) {
+			if _, provided := lookupData(props, path); provided || isSupplied(path, supplied) {
+				return
+			}
+			if byPath[strings.Join(path, "\x00")] != nil {
+				return
+			}
+			add(path, "missing required property"+expectedSuffix(schemaAt(schema, path)))
+		})
+		unknownKeys(schema, props, nil, func(path []string, closed bool) {
+			msg := "unknown property" + allowedSuffix(schemaAt(schema, path[:len(path)-1]))
+			if closed {
+				add(path, msg)
+				return
+			}
+			res.Warnings = append(res.Warnings, FieldError{Path: path, Message: msg + "; the definition ignores it"})
+		})
+		return nil
+	})
+	if err != nil {
+		return ParameterCheck{}, err
+	}
+	sortFieldErrors(res.Errors)
+	sortFieldErrors(res.Warnings)
+	return res, nil
+}
+
+func (e *Engine) checkInputSize(src Source, props any) error {
+	b, err := json.Marshal(props)
+	if err != nil {
+		return &Error{Source: src, Message: "properties are not JSON data: " + err.Error()}
+	}
+	if len(b) > e.limits.MaxInputBytes {
+		return &Error{Source: src, Message: fmt.Sprintf("properties are %d bytes of JSON, over the limit of %d", len(b), e.limits.MaxInputBytes)}
+	}
+	return nil
+}
+
+func sortFieldErrors(fe []FieldError) {
+	sort.SliceStable(fe, func(i, j int) bool {
+		return strings.Join(fe[i].Path, ".") < strings.Join(fe[j].Path, ".")
+	})
+}
+
+// pickMessage chooses the most telling of CUE's messages for one path: a
+// failed bound or validator over a type mismatch (the last one: mismatches
+// with a default come first), over anything else.
+func pickMessage(msgs []string) string {
+	for _, m := range msgs {
+		if strings.Contains(m, "invalid value") || strings.Contains(m, "out of bound") {
+			return m
+		}
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if strings.Contains(msgs[i], "mismatched types") {
+			return msgs[i]
+		}
+	}
+	return msgs[0]
+}
+
+// missing reports regular (non-optional) fields under v that have no
+// concrete value.
+func missing(v cue.Value, path []string, report func([]string)) {
+	it, err := v.Fields()
+	if err != nil {
+		return
+	}
+	for it.Next() {
+		fv := it.Value()
+		p := append(append([]string(nil), path...), it.Selector().Unquoted())
+		if fv.Err() != nil {
+			continue
+		}
+		d, _ := fv.Default()
+		switch d.IncompleteKind() {
+		case cue.StructKind:
+			missing(d, p, report)
+			continue
+		case cue.ListKind:
+			if d.IsConcrete() {
+				li, err := d.List()
+				if err != nil {
+					continue
+				}
+				for i := 0; li.Next(); i++ {
+					if li.Value().IncompleteKind() == cue.StructKind {
+						missing(li.Value(), append(append([]string(nil), p...), strconv.Itoa(i)), report)
+					}
+				}
+			}
+			continue
+		}
+		if !d.IsConcrete() {
+			report(p)
+		}
+	}
+}
+
+func isIncomplete(msg string) bool {
+	return strings.Contains(msg, "incomplete value") ||
+		strings.Contains(msg, "non-concrete value") ||
+		strings.Contains(msg, "field is required but not present")
+}
+
+func isSupplied(path []string, supplied []string) bool {
+	p := strings.Join(path, ".")
+	for _, s := range supplied {
+		if p == s || strings.HasPrefix(p, s+".") || strings.HasPrefix(s, p+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// lookupData walks JSON-like data along path.
+func lookupData(data any, path []string) (any, bool) {
+	cur := data
+	for _, seg := range path {
+		switch x := cur.(type) {
+		case map[string]any:
+			v, ok := x[seg]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			cur = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// schemaAt finds the schema of a property path, following list element
+// types and pattern constraints.
+func schemaAt(schema cue.Value, path []string) cue.Value {
+	cur := schema
+	for _, seg := range path {
+		if !cur.Exists() {
+			return cur
+		}
+		if i, err := strconv.Atoi(seg); err == nil && cur.IncompleteKind()&cue.ListKind != 0 {
+			next := cur.LookupPath(cue.MakePath(cue.Index(i)))
+			if !next.Exists() {
+				next = cur.LookupPath(cue.MakePath(cue.AnyIndex))
+			}
+			cur = next
+			continue
+		}
+		next := cur.LookupPath(cue.MakePath(cue.Str(seg).Optional()))
+		if !next.Exists() {
+			next = cur.LookupPath(cue.MakePath(cue.Str(seg)))
+		}
+		if !next.Exists() {
+			next = cur.LookupPath(cue.MakePath(cue.AnyString))
+		}
+		cur = next
+	}
+	return cur
+}
+
+// schemaText renders a schema for "expected …" messages: the constraint as
+// written for scalars (`int & >=0`, `"a" | "b"`), the kind for structs and lists.
+func schemaText(v cue.Value) string {
+	if !v.Exists() {
+		return ""
+	}
+	k := v.IncompleteKind()
+	switch {
+	case k == cue.StructKind:
+		return "an object"
+	case k == cue.ListKind:
+		return "a list"
+	}
+	n := v.Syntax(cue.Raw())
+	b, err := format.Node(n)
+	if err != nil {
+		return k.String()
+	}
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
+
+func expectedSuffix(v cue.Value) string {
+	if s := schemaText(v); s != "" {
+		return " (expected " + s + ")"
+	}
+	return ""
+}
+
+// allowedSuffix lists the fields a struct schema accepts.
+func allowedSuffix(v cue.Value) string {
+	if !v.Exists() || v.IncompleteKind() != cue.StructKind {
+		return ""
+	}
+	it, err := v.Fields(cue.Optional(true))
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for it.Next() {
+		names = append(names, it.Selector().Unquoted())
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	sort.Strings(names)
+	if len(names) > 20 {
+		names = append(names[:20], "…")
+	}
+	return "; allowed: " + strings.Join(names, ", ")
+}
+
+func kindOf(x any) string {
+	switch x.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "bool"
+	case string:
+		return "string"
+	case int, int64, int32:
+		return "int"
+	case float64, float32:
+		return "float"
+	case []any:
+		return "list"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", x)
+}
+
+func short(x any) string {
+	b, err := json.Marshal(x)
+	if err != nil {
+		return fmt.Sprint(x)
+	}
+	s := string(b)
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}
+
+// unknownKeys reports keys of data that schema does not declare. closed says
+// whether the schema rejects them (otherwise they are silently ignored).
+func unknownKeys(schema cue.Value, data any, path []string, report func(path []string, closed bool)) {
+	if !schema.Exists() {
+		return
+	}
+	if op, _ := schema.Expr(); op == cue.OrOp {
+		return // disjunctions: CUE's own errors say which branch failed
+	}
+	switch d := data.(type) {
+	case map[string]any:
+		if schema.IncompleteKind()&cue.StructKind == 0 || schema.IncompleteKind() == cue.TopKind {
+			return
+		}
+		pattern := schema.LookupPath(cue.MakePath(cue.AnyString))
+		closed := !schema.Allows(cue.Str("\x00oamflow-probe"))
+		keys := make([]string, 0, len(d))
+		for k := range d {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			p := append(append([]string(nil), path...), k)
+			fv := schema.LookupPath(cue.MakePath(cue.Str(k).Optional()))
+			if !fv.Exists() {
+				fv = schema.LookupPath(cue.MakePath(cue.Str(k)))
+			}
+			if !fv.Exists() {
+				if pattern.Exists() {
+					unknownKeys(pattern, d[k], p, report)
+					continue
+				}
+				report(p, closed)
+				continue
+			}
+			unknownKeys(fv, d[k], p, report)
+		}
+	case []any:
+		if schema.IncompleteKind()&cue.ListKind == 0 {
+			return
+		}
+		for i, item := range d {
+			p := append(append([]string(nil), path...), strconv.Itoa(i))
+			ev := schema.LookupPath(cue.MakePath(cue.Index(i)))
+			if !ev.Exists() {
+				ev = schema.LookupPath(cue.MakePath(cue.AnyIndex))
+			}
+			unknownKeys(ev, item, p, report)
+		}
+	}
+}

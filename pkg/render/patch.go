@@ -1,0 +1,431 @@
+package render
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"cuelang.org/go/cue"
+)
+
+// Patch markers: comments on a field of a trait's `patch` (or
+// `patchOutputs.<name>`), as in KubeVela:
+//
+//	// +patchKey=name                  merge list items with equal `name`
+//	// +patchKey=configMapRef.name,secretRef.name
+//	//                                 a composite key of dotted paths
+//	// +patchStrategy=retainKeys       the patch value replaces the base value's
+//	//                                 keys (structs: base keys not in the patch
+//	//                                 are dropped; lists: matched items are
+//	//                                 replaced, not merged)
+//	// +patchStrategy=replace          the patch value replaces the base value
+//	// +patchStrategy=jsonMergePatch   (on `patch` itself) patch is an RFC 7386
+//	//                                 JSON merge patch of the whole output
+//	// +patchStrategy=jsonPatch        (on `patch` itself) patch.operations is an
+//	//                                 RFC 6902 JSON patch of the whole output
+//
+// Without markers: structs merge field by field; scalars are replaced by the
+// patch; lists of scalars are replaced; lists of objects merge by `name`
+// when every item has one, else item by item by index (the CUE
+// unification KubeVela users expect of `containers: [{...}]`).
+const (
+	markerPatchKey      = "+patchKey="
+	markerPatchStrategy = "+patchStrategy="
+
+	strategyRetainKeys     = "retainKeys"
+	strategyReplace        = "replace"
+	strategyJSONMergePatch = "jsonMergePatch"
+	strategyJSONPatch      = "jsonPatch"
+)
+
+// markers reads +patchKey and +patchStrategy from v's doc comments.
+func markers(v cue.Value) (key, strategy string) {
+	for _, cg := range v.Doc() {
+		for _, line := range strings.Split(cg.Text(), "\n") {
+			line = strings.TrimSpace(line)
+			switch {
+			case strings.HasPrefix(line, markerPatchKey):
+				key = strings.TrimSpace(strings.TrimPrefix(line, markerPatchKey))
+			case strings.HasPrefix(line, markerPatchStrategy):
+				strategy = strings.TrimSpace(strings.TrimPrefix(line, markerPatchStrategy))
+			}
+		}
+	}
+	return key, strategy
+}
+
+// patchError is a patch problem at a path of the patched object.
+type patchError struct {
+	path []string
+	msg  string
+}
+
+func (e *patchError) Error() string {
+	if len(e.path) == 0 {
+		return e.msg
+	}
+	return strings.Join(e.path, ".") + ": " + e.msg
+}
+
+// applyPatch applies the CUE value patch to base (JSON-like data, not
+// modified) and returns the result.
+func applyPatch(base map[string]any, patch cue.Value) (map[string]any, error) {
+	_, strategy := markers(patch)
+	switch strategy {
+	case strategyJSONMergePatch:
+		var p any
+		if err := decode(patch, &p); err != nil {
+			return nil, err
+		}
+		out, ok := mergePatch(deepCopy(base), p).(map[string]any)
+		if !ok {
+			return nil, &patchError{msg: "a JSON merge patch must be an object"}
+		}
+		return out, nil
+	case strategyJSONPatch:
+		var p struct {
+			Operations []jsonPatchOp `json:"operations"`
+		}
+		if err := decode(patch, &p); err != nil {
+			return nil, err
+		}
+		out, err := applyJSONPatch(deepCopy(base), p.Operations)
+		if err != nil {
+			return nil, err
+		}
+		m, ok := out.(map[string]any)
+		if !ok {
+			return nil, &patchError{msg: "a JSON patch must leave an object"}
+		}
+		return m, nil
+	case "", strategyRetainKeys, strategyReplace:
+	default:
+		return nil, &patchError{msg: fmt.Sprintf("unknown +patchStrategy=%s (want retainKeys, replace, jsonMergePatch or jsonPatch)", strategy)}
+	}
+	out, err := mergeValue(deepCopy(base), patch, "", "", nil)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := out.(map[string]any)
+	if !ok {
+		return nil, &patchError{msg: "patch must be an object"}
+	}
+	return m, nil
+}
+
+// decode reads a concrete CUE value as JSON-like data (defaults taken).
+func decode(v cue.Value, out any) error {
+	if err := v.Validate(cue.Concrete(true)); err != nil {
+		return err
+	}
+	return v.Decode(out)
+}
+
+// mergeValue merges patch value pv into base according to the markers of
+// pv's field (key, strategy).
+func mergeValue(base any, pv cue.Value, key, strategy string, path []string) (any, error) {
+	if d, ok := pv.Default(); ok {
+		pv = d
+	}
+	if err := pv.Err(); err != nil {
+		return nil, err
+	}
+	switch pv.IncompleteKind() {
+	case cue.StructKind:
+		if strategy == strategyReplace {
+			var x any
+			if err := decode(pv, &x); err != nil {
+				return nil, err
+			}
+			return x, nil
+		}
+		bm, _ := base.(map[string]any)
+		out := map[string]any{}
+		if strategy != strategyRetainKeys {
+			for k, v := range bm {
+				out[k] = v
+			}
+		}
+		it, err := pv.Fields()
+		if err != nil {
+			return nil, err
+		}
+		for it.Next() {
+			k := it.Selector().Unquoted()
+			fk, fs := markers(it.Value())
+			merged, err := mergeValue(bm[k], it.Value(), fk, fs, sub(path, k))
+			if err != nil {
+				return nil, err
+			}
+			out[k] = merged
+		}
+		return out, nil
+	case cue.ListKind:
+		if !pv.IsConcrete() {
+			break
+		}
+		return mergeList(base, pv, key, strategy, path)
+	}
+	if !pv.IsConcrete() {
+		// A constraint, not a value: the base value must satisfy it.
+		if base == nil {
+			return nil, &patchError{path: path, msg: "patch value is not concrete and the patched object has no value here"}
+		}
+		u := pv.Unify(pv.Context().Encode(base))
+		if err := u.Validate(cue.Concrete(true)); err != nil {
+			return nil, &patchError{path: path, msg: fmt.Sprintf("value %s does not satisfy the patch: %v", short(base), err)}
+		}
+		return base, nil
+	}
+	var x any
+	if err := decode(pv, &x); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// mergeList merges a concrete list patch into base.
+func mergeList(base any, pv cue.Value, key, strategy string, path []string) (any, error) {
+	items, err := listValues(pv)
+	if err != nil {
+		return nil, err
+	}
+	bl, _ := base.([]any)
+	if strategy == strategyReplace || len(bl) == 0 && key == "" {
+		var x any
+		if err := decode(pv, &x); err != nil {
+			return nil, err
+		}
+		return x, nil
+	}
+	allObjects := true
+	for _, it := range items {
+		if it.IncompleteKind() != cue.StructKind {
+			allObjects = false
+		}
+	}
+	for _, b := range bl {
+		if _, ok := b.(map[string]any); !ok {
+			allObjects = false
+		}
+	}
+	if !allObjects {
+		// Lists of scalars (or mixed): the patch replaces the list.
+		var x any
+		if err := decode(pv, &x); err != nil {
+			return nil, err
+		}
+		return x, nil
+	}
+	if key == "" && allHaveName(bl, items) {
+		key = "name"
+	}
+	out := append([]any(nil), bl...)
+	if key == "" {
+		// Item by item, as CUE unifies lists.
+		for i, it := range items {
+			p := sub(path, strconv.Itoa(i))
+			if i < len(out) {
+				ik, is := markers(it)
+				if is == "" {
+					is = strategy
+				}
+				merged, err := mergeValue(out[i], it, ik, is, p)
+				if err != nil {
+					return nil, err
+				}
+				out[i] = merged
+				continue
+			}
+			merged, err := mergeValue(nil, it, "", "", p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, merged)
+		}
+		return out, nil
+	}
+	keys := strings.Split(key, ",")
+	for i, it := range items {
+		var decoded any
+		if err := decode(it, &decoded); err != nil {
+			return nil, err
+		}
+		id, ok := itemKey(decoded, keys)
+		match := -1
+		if ok {
+			for j, b := range out {
+				if bid, bok := itemKey(b, keys); bok && bid == id {
+					match = j
+					break
+				}
+			}
+		} else {
+			for j, b := range out {
+				if reflect.DeepEqual(normalize(b), normalize(decoded)) {
+					match = j
+					break
+				}
+			}
+			if match < 0 {
+				out = append(out, decoded)
+				continue
+			}
+		}
+		p := sub(path, strconv.Itoa(i))
+		if match < 0 {
+			out = append(out, decoded)
+			continue
+		}
+		if strategy == strategyRetainKeys {
+			out[match] = decoded
+			continue
+		}
+		merged, err := mergeValue(out[match], it, "", "", p)
+		if err != nil {
+			return nil, err
+		}
+		out[match] = merged
+	}
+	return out, nil
+}
+
+func listValues(v cue.Value) ([]cue.Value, error) {
+	it, err := v.List()
+	if err != nil {
+		return nil, err
+	}
+	var out []cue.Value
+	for it.Next() {
+		out = append(out, it.Value())
+	}
+	return out, nil
+}
+
+func allHaveName(base []any, items []cue.Value) bool {
+	for _, b := range base {
+		m, _ := b.(map[string]any)
+		if _, ok := m["name"].(string); !ok {
+			return false
+		}
+	}
+	for _, it := range items {
+		n := it.LookupPath(cue.MakePath(cue.Str("name")))
+		if !n.Exists() || n.IncompleteKind() != cue.StringKind {
+			return false
+		}
+	}
+	return true
+}
+
+// itemKey returns the identity of a list item under a composite key of
+// dotted paths; ok is false when the item has none of them.
+func itemKey(item any, keys []string) (string, bool) {
+	parts := make([]string, len(keys))
+	found := false
+	for i, k := range keys {
+		cur := item
+		for _, seg := range strings.Split(strings.TrimSpace(k), ".") {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				cur = nil
+				break
+			}
+			cur = m[seg]
+		}
+		if cur != nil {
+			found = true
+			parts[i] = fmt.Sprintf("%v", normalize(cur))
+		} else {
+			parts[i] = "\x00"
+		}
+	}
+	return strings.Join(parts, "\x01"), found
+}
+
+// normalize makes numbers comparable across int/int64/float64.
+func normalize(x any) any {
+	switch v := x.(type) {
+	case int:
+		return float64(v)
+	case int64:
+		return float64(v)
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = normalize(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = normalize(e)
+		}
+		return out
+	}
+	return x
+}
+
+// deepCopy copies JSON-like data.
+func deepCopy(x any) map[string]any {
+	m, _ := deepCopyValue(x).(map[string]any)
+	return m
+}
+
+func deepCopyValue(x any) any {
+	switch v := x.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = deepCopyValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = deepCopyValue(e)
+		}
+		return out
+	}
+	return x
+}
+
+// mergePatch applies an RFC 7386 JSON merge patch.
+func mergePatch(target, patch any) any {
+	pm, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	tm, ok := target.(map[string]any)
+	if !ok {
+		tm = map[string]any{}
+	}
+	keys := make([]string, 0, len(pm))
+	for k := range pm {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if pm[k] == nil {
+			delete(tm, k)
+			continue
+		}
+		tm[k] = mergePatch(tm[k], pm[k])
+	}
+	return tm
+}
+
+func short(x any) string {
+	s := fmt.Sprintf("%v", x)
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}
+
+// sub returns path + seg without sharing path's backing array.
+func sub(path []string, seg string) []string {
+	return append(append(make([]string, 0, len(path)+1), path...), seg)
+}

@@ -1,0 +1,462 @@
+// Package render turns a parsed AppFile into Kubernetes objects: each
+// component's CUE template is evaluated with its properties as `parameter`
+// and the OAM `context`, then its traits patch the workload in order and add
+// their own resources. Every rendered object carries the OAM labels
+// (app.oam.dev/name, /component, /appRevision, /resourceType, …).
+package render
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/cuex"
+)
+
+// ClusterVersion is the Kubernetes version of the target cluster, as the
+// template sees it in context.clusterVersion.
+type ClusterVersion struct {
+	Major, Minor, GitVersion string
+}
+
+// DefaultClusterVersion is used when Options.ClusterVersion is empty.
+var DefaultClusterVersion = ClusterVersion{Major: "1", Minor: "31", GitVersion: "v1.31.0"}
+
+// Options say what the rendering is for.
+type Options struct {
+	// AppRevision is the ApplicationRevision name "<app>-v<N>"; empty
+	// means "<app>-v1".
+	AppRevision string
+	// Cluster is the target cluster ("" or "local" for the hub).
+	Cluster string
+	// ClusterVersion of the target cluster; empty means DefaultClusterVersion.
+	ClusterVersion ClusterVersion
+	// Namespace overrides the target namespace of namespaced objects
+	// (a topology policy's namespace); empty means the app's namespace.
+	Namespace string
+}
+
+// Resource is one rendered object.
+type Resource struct {
+	// Component that rendered it.
+	Component string
+	// Trait type that rendered it; "" for the component's own objects.
+	Trait string
+	// Output is the key under `outputs` that produced the object; "" for
+	// the component's main workload (`output`).
+	Output string
+	// Cluster and Namespace the object goes to (Namespace "" for
+	// cluster-scoped objects).
+	Cluster, Namespace string
+	// Object is the rendered object with OAM labels stamped.
+	Object *unstructured.Unstructured
+}
+
+// IsWorkload reports whether r is a component's main workload.
+func (r Resource) IsWorkload() bool { return r.Trait == "" && r.Output == "" }
+
+// RenderApplication renders every component of af, in spec order.
+func RenderApplication(ctx context.Context, af *appfile.AppFile, opts Options) ([]Resource, error) {
+	var out []Resource
+	for _, c := range af.Components {
+		res, err := renderComponent(ctx, af, c, opts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res...)
+	}
+	return out, nil
+}
+
+// RenderComponent renders one component of af by name.
+func RenderComponent(ctx context.Context, af *appfile.AppFile, component string, opts Options) ([]Resource, error) {
+	c := af.Component(component)
+	if c == nil {
+		return nil, fmt.Errorf("application %s has no component %q", af.Name, component)
+	}
+	return renderComponent(ctx, af, c, opts)
+}
+
+// Context returns the `context` a component's template is evaluated with:
+// name, namespace, appName, appRevision, appRevisionNum, revision,
+// components, appLabels, appAnnotations, cluster, clusterVersion,
+// workflowName and publishVersion.
+func Context(af *appfile.AppFile, component string, opts Options) map[string]any {
+	rev := opts.AppRevision
+	if rev == "" {
+		rev = af.Name + "-v1"
+	}
+	revNum := int64(1)
+	if i := strings.LastIndex(rev, "-v"); i >= 0 {
+		if n, err := strconv.ParseInt(rev[i+2:], 10, 64); err == nil {
+			revNum = n
+		}
+	}
+	cv := opts.ClusterVersion
+	if cv == (ClusterVersion{}) {
+		cv = DefaultClusterVersion
+	}
+	comps := make([]any, 0, len(af.Components))
+	for _, c := range af.Components {
+		comps = append(comps, map[string]any{"name": c.Name, "type": c.Type})
+	}
+	return map[string]any{
+		"name":           component,
+		"namespace":      targetNamespace(af, opts),
+		"appName":        af.Name,
+		"appRevision":    rev,
+		"appRevisionNum": revNum,
+		"revision":       fmt.Sprintf("%s-v%d", component, revNum),
+		"components":     comps,
+		"appLabels":      stringMap(af.Labels),
+		"appAnnotations": stringMap(af.Annotations),
+		"cluster":        opts.Cluster,
+		"clusterVersion": map[string]any{"major": cv.Major, "minor": cv.Minor, "gitVersion": cv.GitVersion},
+		"workflowName":   af.Name,
+		"publishVersion": af.PublishVersion,
+	}
+}
+
+func targetNamespace(af *appfile.AppFile, opts Options) string {
+	if opts.Namespace != "" {
+		return opts.Namespace
+	}
+	return af.Namespace
+}
+
+func stringMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// rendered is the state of one component while its traits apply.
+type rendered struct {
+	output      map[string]any            // main workload, nil if none
+	outputs     map[string]map[string]any // component outputs by name
+	outputOrder []string
+	traitRes    []Resource
+}
+
+func renderComponent(ctx context.Context, af *appfile.AppFile, c *appfile.Component, opts Options) ([]Resource, error) {
+	if c.Definition == nil {
+		return nil, fmt.Errorf("component %q: type %q has no definition (was the AppFile parsed?)", c.Name, c.Type)
+	}
+	engine := af.Engine
+	if engine == nil {
+		engine = cuex.NewEngine()
+	}
+	cctx := Context(af, c.Name, opts)
+	st, err := evalComponent(ctx, engine, c, cctx)
+	if err != nil {
+		return nil, fmt.Errorf("component %q: %w", c.Name, err)
+	}
+	for i, tr := range c.Traits {
+		if err := applyTrait(ctx, engine, c, tr, cctx, st); err != nil {
+			return nil, fmt.Errorf("component %q: trait %q (traits[%d]): %w", c.Name, tr.Type, i, err)
+		}
+	}
+	return finish(af, c, opts, st, engine.Limits().MaxOutputBytes)
+}
+
+// evalComponent evaluates the component template's output and outputs.
+func evalComponent(ctx context.Context, engine *cuex.Engine, c *appfile.Component, cctx map[string]any) (*rendered, error) {
+	def := c.Definition
+	src := def.CUESource()
+	t, err := engine.Compile(src, def.Template())
+	if err != nil {
+		return nil, err
+	}
+	st := &rendered{outputs: map[string]map[string]any{}}
+	err = engine.Eval(ctx, t, map[string]any{"context": cctx, "parameter": c.Properties}, func(v cue.Value) error {
+		if err := userErrs(src, v); err != nil {
+			return err
+		}
+		if out := v.LookupPath(cue.MakePath(cue.Str("output"))); out.Exists() {
+			m, err := decodeObject(src, out, "output")
+			if err != nil {
+				return err
+			}
+			st.output = m
+		}
+		names, objs, err := decodeOutputs(src, v, "outputs")
+		if err != nil {
+			return err
+		}
+		st.outputOrder = names
+		st.outputs = objs
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if st.output == nil && len(st.outputs) == 0 {
+		return nil, &cuex.Error{Source: src, Message: "the template defines neither `output` nor `outputs`"}
+	}
+	return st, nil
+}
+
+// applyTrait evaluates one trait: patch the workload, patchOutputs the
+// component's outputs, and collect the trait's own outputs.
+func applyTrait(ctx context.Context, engine *cuex.Engine, c *appfile.Component, tr *appfile.Trait, base map[string]any, st *rendered) error {
+	def := tr.Definition
+	if def == nil {
+		return fmt.Errorf("type %q has no definition", tr.Type)
+	}
+	src := def.CUESource()
+	t, err := engine.Compile(src, def.Template())
+	if err != nil {
+		return err
+	}
+	cctx := make(map[string]any, len(base)+3)
+	for k, v := range base {
+		cctx[k] = v
+	}
+	if st.output != nil {
+		cctx["output"] = st.output
+	}
+	outs := make(map[string]any, len(st.outputs))
+	for k, v := range st.outputs {
+		outs[k] = v
+	}
+	cctx["outputs"] = outs
+	cctx["componentType"] = c.Type
+	return engine.Eval(ctx, t, map[string]any{"context": cctx, "parameter": tr.Properties}, func(v cue.Value) error {
+		if err := userErrs(src, v); err != nil {
+			return err
+		}
+		if p := v.LookupPath(cue.MakePath(cue.Str("patch"))); p.Exists() {
+			if st.output == nil {
+				return &cuex.Error{Source: src, Path: "patch", Message: "the component has no `output` to patch"}
+			}
+			patched, err := applyPatch(st.output, p)
+			if err != nil {
+				return patchErr(src, "patch", err)
+			}
+			st.output = patched
+		}
+		if po := v.LookupPath(cue.MakePath(cue.Str("patchOutputs"))); po.Exists() {
+			it, err := po.Fields()
+			if err != nil {
+				return cuex.Translate(src, err, "")
+			}
+			for it.Next() {
+				name := it.Selector().Unquoted()
+				target, ok := st.outputs[name]
+				if !ok {
+					return &cuex.Error{Source: src, Path: "patchOutputs." + name, Message: fmt.Sprintf("the component has no output %q to patch", name)}
+				}
+				patched, err := applyPatch(target, it.Value())
+				if err != nil {
+					return patchErr(src, "patchOutputs."+name, err)
+				}
+				st.outputs[name] = patched
+			}
+		}
+		names, objs, err := decodeOutputs(src, v, "outputs")
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			st.traitRes = append(st.traitRes, Resource{Component: c.Name, Trait: baseType(tr.Type), Output: n,
+				Object: &unstructured.Unstructured{Object: objs[n]}})
+		}
+		return nil
+	})
+}
+
+func patchErr(src cuex.Source, field string, err error) error {
+	if pe, ok := err.(*patchError); ok {
+		path := field
+		if len(pe.path) > 0 {
+			path += "." + strings.Join(pe.path, ".")
+		}
+		return &cuex.Error{Source: src, Path: path, Message: pe.msg}
+	}
+	return cuex.Translate(src, err, "")
+}
+
+// userErrs reports a template's own `errs: [...string]`.
+func userErrs(src cuex.Source, v cue.Value) error {
+	ev := v.LookupPath(cue.MakePath(cue.Str("errs")))
+	if !ev.Exists() {
+		return nil
+	}
+	var msgs []string
+	if err := ev.Decode(&msgs); err != nil {
+		return cuex.Translate(src, err, "")
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return &cuex.Error{Source: src, Path: "errs", Message: strings.Join(msgs, "; ")}
+}
+
+// decodeObject reads a concrete Kubernetes object from v.
+func decodeObject(src cuex.Source, v cue.Value, path string) (map[string]any, error) {
+	if err := v.Validate(cue.Concrete(true)); err != nil {
+		return nil, cuex.Translate(src, err, "")
+	}
+	var m map[string]any
+	if err := v.Decode(&m); err != nil {
+		return nil, cuex.Translate(src, err, "")
+	}
+	if m == nil {
+		return nil, &cuex.Error{Source: src, Path: path, Message: "is not an object"}
+	}
+	for _, f := range []string{"apiVersion", "kind"} {
+		if s, _ := m[f].(string); s == "" {
+			return nil, &cuex.Error{Source: src, Path: path + "." + f, Message: "missing: every rendered object needs apiVersion and kind"}
+		}
+	}
+	return m, nil
+}
+
+// decodeOutputs reads `outputs: <name>: {...}` in declaration order.
+func decodeOutputs(src cuex.Source, v cue.Value, field string) ([]string, map[string]map[string]any, error) {
+	ov := v.LookupPath(cue.MakePath(cue.Str(field)))
+	objs := map[string]map[string]any{}
+	if !ov.Exists() {
+		return nil, objs, nil
+	}
+	it, err := ov.Fields()
+	if err != nil {
+		return nil, nil, cuex.Translate(src, err, "")
+	}
+	var names []string
+	for it.Next() {
+		name := it.Selector().Unquoted()
+		m, err := decodeObject(src, it.Value(), field+"."+name)
+		if err != nil {
+			return nil, nil, err
+		}
+		names = append(names, name)
+		objs[name] = m
+	}
+	return names, objs, nil
+}
+
+func baseType(t string) string {
+	name, _, _ := appfile.SplitRevision(t)
+	if name == "" {
+		return t
+	}
+	return name
+}
+
+// finish turns the component's state into Resources with names,
+// namespaces and OAM labels.
+func finish(af *appfile.AppFile, c *appfile.Component, opts Options, st *rendered, maxBytes int) ([]Resource, error) {
+	var out []Resource
+	if st.output != nil {
+		out = append(out, Resource{Component: c.Name, Object: &unstructured.Unstructured{Object: st.output}})
+	}
+	for _, n := range st.outputOrder {
+		out = append(out, Resource{Component: c.Name, Output: n, Object: &unstructured.Unstructured{Object: st.outputs[n]}})
+	}
+	out = append(out, st.traitRes...)
+	ns := targetNamespace(af, opts)
+	for i := range out {
+		r := &out[i]
+		obj := r.Object
+		if obj.GetName() == "" {
+			if r.IsWorkload() {
+				obj.SetName(c.Name)
+			} else {
+				obj.SetName(c.Name + "-" + r.Output)
+			}
+		}
+		if !isClusterScoped(obj.GetAPIVersion(), obj.GetKind()) {
+			if obj.GetNamespace() == "" || (opts.Namespace != "" && obj.GetNamespace() == af.Namespace) {
+				obj.SetNamespace(ns)
+			}
+		} else {
+			obj.SetNamespace("")
+		}
+		labels := obj.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[v1beta1.LabelAppName] = af.Name
+		labels[v1beta1.LabelAppNamespace] = af.Namespace
+		labels[v1beta1.LabelAppComponent] = c.Name
+		labels[v1beta1.LabelAppRevision] = appRevision(af, opts)
+		labels[v1beta1.LabelWorkloadType] = baseType(c.Type)
+		switch {
+		case r.IsWorkload():
+			labels[v1beta1.LabelResourceType] = v1beta1.ResourceTypeWorkload
+		case r.Trait == "":
+			labels[v1beta1.LabelResourceType] = v1beta1.ResourceTypeTrait
+			labels[v1beta1.LabelTraitType] = "AuxiliaryWorkload"
+			labels[v1beta1.LabelTraitResource] = r.Output
+		default:
+			labels[v1beta1.LabelResourceType] = v1beta1.ResourceTypeTrait
+			labels[v1beta1.LabelTraitType] = r.Trait
+			labels[v1beta1.LabelTraitResource] = r.Output
+		}
+		obj.SetLabels(labels)
+		r.Cluster = opts.Cluster
+		r.Namespace = obj.GetNamespace()
+		if maxBytes > 0 {
+			b, err := json.Marshal(obj.Object)
+			if err != nil {
+				return nil, fmt.Errorf("component %q: %s %s is not JSON data: %w", c.Name, obj.GetKind(), obj.GetName(), err)
+			}
+			if len(b) > maxBytes {
+				return nil, fmt.Errorf("component %q: %s %s is %d bytes, over the limit of %d", c.Name, obj.GetKind(), obj.GetName(), len(b), maxBytes)
+			}
+		}
+	}
+	return out, nil
+}
+
+func appRevision(af *appfile.AppFile, opts Options) string {
+	if opts.AppRevision != "" {
+		return opts.AppRevision
+	}
+	return af.Name + "-v1"
+}
+
+// clusterScoped lists built-in cluster-scoped kinds by group/kind. Without
+// a cluster there is no discovery; other kinds are taken as namespaced
+// unless the template sets no namespace and the kind is listed here.
+var clusterScoped = map[string]bool{
+	"/Namespace": true, "/Node": true, "/PersistentVolume": true,
+	"rbac.authorization.k8s.io/ClusterRole": true, "rbac.authorization.k8s.io/ClusterRoleBinding": true,
+	"apiextensions.k8s.io/CustomResourceDefinition": true, "storage.k8s.io/StorageClass": true,
+	"admissionregistration.k8s.io/MutatingWebhookConfiguration":   true,
+	"admissionregistration.k8s.io/ValidatingWebhookConfiguration": true,
+	"scheduling.k8s.io/PriorityClass":                             true, "networking.k8s.io/IngressClass": true,
+	"apiregistration.k8s.io/APIService": true, "core.oam.dev/ResourceTracker": true,
+	"node.k8s.io/RuntimeClass": true, "storage.k8s.io/CSIDriver": true, "storage.k8s.io/VolumeAttachment": true,
+	"policy/PodSecurityPolicy": true, "certificates.k8s.io/CertificateSigningRequest": true,
+	"gateway.networking.k8s.io/GatewayClass": true,
+}
+
+func isClusterScoped(apiVersion, kind string) bool {
+	group := ""
+	if i := strings.Index(apiVersion, "/"); i >= 0 {
+		group = apiVersion[:i]
+	}
+	return clusterScoped[group+"/"+kind]
+}
+
+// sortedNames returns map keys sorted.
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
