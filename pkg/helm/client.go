@@ -1,0 +1,459 @@
+package helm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Request is one release to act on.
+type Request struct {
+	// Cluster is the target cluster ("" or "local" is the hub).
+	Cluster string
+	// Namespace is the application's namespace: auth Secrets and valuesFrom
+	// objects are read there (on the hub), and nowhere else.
+	Namespace string
+	// Spec is a parsed, defaulted Spec (see ParseSpec).
+	Spec *Spec
+}
+
+// Action is what an operation did to a release.
+type Action string
+
+// Actions reported in Result.Action.
+const (
+	ActionInstalled   Action = "Installed"
+	ActionUpgraded    Action = "Upgraded"
+	ActionUnchanged   Action = "Unchanged"
+	ActionRolledBack  Action = "RolledBack"
+	ActionUninstalled Action = "Uninstalled"
+	ActionNotFound    Action = "NotFound"
+	// ActionPending: another operation holds the release and its grace
+	// period has not passed; Result.RetryAfter says when to look again.
+	ActionPending Action = "Pending"
+)
+
+// Result reports one operation.
+type Result struct {
+	Action  Action
+	Release ReleaseInfo
+	// Recovery is non-empty when a stuck or failed release was repaired on
+	// the way (which release, what state, what was done); worth an Event.
+	Recovery string
+	// RetryAfter is set with ActionPending.
+	RetryAfter time.Duration
+}
+
+// ReleaseInfo summarizes a stored release revision.
+type ReleaseInfo struct {
+	Name, Namespace string
+	Revision        int
+	Status          string
+	Chart           string
+	ChartVersion    string
+	AppVersion      string
+	// Digest is the LabelDigest of the revision ("" if not set by oamflow).
+	Digest string
+}
+
+func infoOf(r *release.Release) ReleaseInfo {
+	if r == nil {
+		return ReleaseInfo{}
+	}
+	ri := ReleaseInfo{Name: r.Name, Namespace: r.Namespace, Revision: r.Version, Digest: r.Labels[LabelDigest]}
+	if r.Info != nil {
+		ri.Status = r.Info.Status.String()
+	}
+	if r.Chart != nil && r.Chart.Metadata != nil {
+		ri.Chart, ri.ChartVersion, ri.AppVersion = r.Chart.Metadata.Name, r.Chart.Metadata.Version, r.Chart.Metadata.AppVersion
+	}
+	return ri
+}
+
+// ChartError wraps a failure to fetch or load the chart of a Request
+// (not found, unreachable, refused by a guard, bad credentials). A
+// release whose chart fails this way is never healthy.
+type ChartError struct{ Err error }
+
+func (e *ChartError) Error() string { return e.Err.Error() }
+func (e *ChartError) Unwrap() error { return e.Err }
+
+// ErrOperationInProgress is returned with ActionPending: the release is in
+// a pending-* state younger than the grace period.
+var ErrOperationInProgress = errors.New("another operation on the release is in progress")
+
+// Client runs Helm operations for oamflow. All cluster access goes through
+// its Factory; charts come from its ChartFetcher; Secrets and ConfigMaps
+// from its Reader (the hub). Safe for concurrent use on different releases.
+type Client struct {
+	factory Factory
+	charts  ChartFetcher
+	reader  client.Reader
+	grace   time.Duration
+	now     func() time.Time
+}
+
+// ClientOption configures NewClient.
+type ClientOption func(*Client)
+
+// WithPendingGracePeriod sets how long a pending-install/upgrade/rollback
+// release is left alone before it is considered stuck (default 5m, or the
+// spec's timeout when that is longer).
+func WithPendingGracePeriod(d time.Duration) ClientOption { return func(c *Client) { c.grace = d } }
+
+// WithClock sets the clock used to age pending releases.
+func WithClock(now func() time.Time) ClientOption { return func(c *Client) { c.now = now } }
+
+// NewClient returns a Client.
+func NewClient(factory Factory, charts ChartFetcher, reader client.Reader, opts ...ClientOption) *Client {
+	c := &Client{factory: factory, charts: charts, reader: reader, grace: 5 * time.Minute, now: time.Now}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// desired is the fetched chart and merged values of a Request.
+type desired struct {
+	chart  *Chart
+	values map[string]any
+	digest string
+}
+
+func (c *Client) prepare(ctx context.Context, req Request) (*desired, error) {
+	if req.Spec == nil {
+		return nil, errors.New("helm request has no spec")
+	}
+	ch, err := c.charts.Fetch(ctx, req.Namespace, req.Spec.Chart)
+	if err != nil {
+		return nil, &ChartError{Err: err}
+	}
+	vals, err := ResolveValues(ctx, c.reader, req.Namespace, req.Spec)
+	if err != nil {
+		return nil, err
+	}
+	d, err := releaseDigest(ch.Digest, req.Spec.Release.Name, req.Spec.Release.Namespace, vals)
+	if err != nil {
+		return nil, err
+	}
+	return &desired{chart: ch, values: vals, digest: d}, nil
+}
+
+// Digest returns the desired-state digest of req (fetching its chart and
+// values): the value LabelDigest will have after Ensure.
+func (c *Client) Digest(ctx context.Context, req Request) (string, error) {
+	d, err := c.prepare(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	return d.digest, nil
+}
+
+func (c *Client) config(ctx context.Context, cluster, namespace string) (*action.Configuration, error) {
+	return c.factory.For(ctx, cluster, namespace)
+}
+
+// last returns the newest revision of name, or nil when there is none.
+func last(cfg *action.Configuration, name string) (*release.Release, error) {
+	r, err := cfg.Releases.Last(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read history of release %q: %w", name, err)
+	}
+	return r, nil
+}
+
+// Install installs req's release; it fails if the release exists.
+func (c *Client) Install(ctx context.Context, req Request) (Result, error) {
+	d, err := c.prepare(ctx, req)
+	if err != nil {
+		return Result{}, err
+	}
+	cfg, err := c.config(ctx, req.Cluster, req.Spec.Release.Namespace)
+	if err != nil {
+		return Result{}, err
+	}
+	return c.install(ctx, cfg, req, d, false)
+}
+
+func (c *Client) install(ctx context.Context, cfg *action.Configuration, req Request, d *desired, replace bool) (Result, error) {
+	s := req.Spec
+	in := action.NewInstall(cfg)
+	in.ReleaseName = s.Release.Name
+	in.Namespace = s.Release.Namespace
+	in.CreateNamespace = s.Options.createNamespace()
+	in.Timeout = s.Options.timeout()
+	in.Wait = s.Options.Wait
+	in.WaitForJobs = s.Options.Wait
+	in.Atomic = s.Options.Atomic
+	in.SkipCRDs = s.Options.skipCRDs()
+	in.DisableHooks = s.Options.SkipHooks
+	in.Replace = replace
+	in.Labels = map[string]string{LabelDigest: d.digest}
+	var rel *release.Release
+	err := safely("helm install", func() error {
+		var ierr error
+		rel, ierr = in.RunWithContext(ctx, d.chart.Chart, d.values)
+		return ierr
+	})
+	if err != nil {
+		return Result{Release: infoOf(rel)}, fmt.Errorf("install release %s/%s (chart %s): %w", s.Release.Namespace, s.Release.Name, d.chart.Ref, err)
+	}
+	return Result{Action: ActionInstalled, Release: infoOf(rel)}, nil
+}
+
+// Upgrade upgrades req's release to the desired chart and values, whatever
+// its digest; it fails when the release does not exist.
+func (c *Client) Upgrade(ctx context.Context, req Request) (Result, error) {
+	d, err := c.prepare(ctx, req)
+	if err != nil {
+		return Result{}, err
+	}
+	cfg, err := c.config(ctx, req.Cluster, req.Spec.Release.Namespace)
+	if err != nil {
+		return Result{}, err
+	}
+	return c.upgrade(ctx, cfg, req, d)
+}
+
+func (c *Client) upgrade(ctx context.Context, cfg *action.Configuration, req Request, d *desired) (Result, error) {
+	s := req.Spec
+	up := action.NewUpgrade(cfg)
+	up.Namespace = s.Release.Namespace
+	up.Timeout = s.Options.timeout()
+	up.Wait = s.Options.Wait
+	up.WaitForJobs = s.Options.Wait
+	up.Atomic = s.Options.Atomic
+	up.MaxHistory = s.Options.maxHistory()
+	up.SkipCRDs = s.Options.skipCRDs()
+	up.DisableHooks = s.Options.SkipHooks
+	up.Force = s.Options.Force
+	up.Recreate = s.Options.RecreatePods
+	up.CleanupOnFail = s.Options.CleanupOnFail
+	// The values are always complete: never let Helm reuse the old ones
+	// (it does when the new values are empty and neither flag is set).
+	up.ResetValues = true
+	up.Labels = map[string]string{LabelDigest: d.digest}
+	var rel *release.Release
+	err := safely("helm upgrade", func() error {
+		var uerr error
+		rel, uerr = up.RunWithContext(ctx, s.Release.Name, d.chart.Chart, d.values)
+		return uerr
+	})
+	if err != nil {
+		return Result{Release: infoOf(rel)}, fmt.Errorf("upgrade release %s/%s (chart %s): %w", s.Release.Namespace, s.Release.Name, d.chart.Ref, err)
+	}
+	return Result{Action: ActionUpgraded, Release: infoOf(rel)}, nil
+}
+
+// Ensure brings the release to the desired state and is what a reconciler
+// calls on every pass:
+//   - no release (or only an uninstalled one): install;
+//   - deployed with the desired digest: nothing (ActionUnchanged, no new
+//     Helm revision);
+//   - deployed with another digest, failed (including a failed first
+//     install) or superseded: upgrade;
+//   - pending-* younger than the grace period: ActionPending with
+//     ErrOperationInProgress; older: recovered first (see recoverPending),
+//     with Result.Recovery saying what was done.
+func (c *Client) Ensure(ctx context.Context, req Request) (Result, error) {
+	d, err := c.prepare(ctx, req)
+	if err != nil {
+		return Result{}, err
+	}
+	s := req.Spec
+	cfg, err := c.config(ctx, req.Cluster, s.Release.Namespace)
+	if err != nil {
+		return Result{}, err
+	}
+	cur, err := last(cfg, s.Release.Name)
+	if err != nil {
+		return Result{}, err
+	}
+	var recovery string
+	if cur != nil && cur.Info.Status.IsPending() {
+		grace := c.grace
+		if t := s.Options.timeout(); t > grace {
+			grace = t
+		}
+		age := c.now().Sub(cur.Info.LastDeployed.Time)
+		if age < grace {
+			return Result{Action: ActionPending, Release: infoOf(cur), RetryAfter: grace - age},
+				fmt.Errorf("release %s/%s is %s (revision %d, %s old; recovery after %s): %w",
+					cur.Namespace, cur.Name, cur.Info.Status, cur.Version, age.Round(time.Second), grace, ErrOperationInProgress)
+		}
+		recovery, err = c.recoverPending(ctx, cfg, req, cur, age)
+		if err != nil {
+			return Result{Release: infoOf(cur), Recovery: recovery}, err
+		}
+		if cur, err = last(cfg, s.Release.Name); err != nil {
+			return Result{Recovery: recovery}, err
+		}
+	}
+	var res Result
+	switch {
+	case cur == nil:
+		res, err = c.install(ctx, cfg, req, d, false)
+	case cur.Info.Status == release.StatusUninstalled:
+		res, err = c.install(ctx, cfg, req, d, true)
+	case cur.Info.Status == release.StatusDeployed && cur.Labels[LabelDigest] == d.digest:
+		res = Result{Action: ActionUnchanged, Release: infoOf(cur)}
+	default:
+		if cur.Info.Status == release.StatusFailed && recovery == "" {
+			ctrl.LoggerFrom(ctx).Info("upgrading failed helm release", "release", cur.Name, "namespace", cur.Namespace, "revision", cur.Version)
+		}
+		res, err = c.upgrade(ctx, cfg, req, d)
+	}
+	res.Recovery = recovery
+	return res, err
+}
+
+// recoverPending repairs a release stuck in a pending state (a controller
+// died mid-operation): the stuck revision is marked failed; for
+// pending-upgrade/pending-rollback with an earlier deployed revision, that
+// revision is rolled back to. Ensure then upgrades to the desired state
+// (Helm allows an upgrade over a failed release, so a stuck first install
+// is reinstalled that way).
+func (c *Client) recoverPending(ctx context.Context, cfg *action.Configuration, req Request, stuck *release.Release, age time.Duration) (string, error) {
+	from := stuck.Info.Status
+	stuck.Info.Status = release.StatusFailed
+	stuck.Info.Description = fmt.Sprintf("oamflow: marked failed after %s in %s", age.Round(time.Second), from)
+	if err := cfg.Releases.Update(stuck); err != nil {
+		return "", fmt.Errorf("mark stuck release %s/%s revision %d failed: %w", stuck.Namespace, stuck.Name, stuck.Version, err)
+	}
+	what := fmt.Sprintf("release %s/%s revision %d was stuck in %s for %s: marked it failed", stuck.Namespace, stuck.Name, stuck.Version, from, age.Round(time.Second))
+	deployed, err := cfg.Releases.Deployed(stuck.Name)
+	if from == release.StatusPendingInstall || err != nil || deployed == nil {
+		return what + " and reinstalling it", nil
+	}
+	rb := action.NewRollback(cfg)
+	rb.Version = deployed.Version
+	rb.Timeout = req.Spec.Options.timeout()
+	rb.MaxHistory = req.Spec.Options.maxHistory()
+	rb.DisableHooks = req.Spec.Options.SkipHooks
+	if err := safely("helm rollback", func() error { return rb.Run(stuck.Name) }); err != nil {
+		return what, fmt.Errorf("roll back stuck release %s/%s to revision %d: %w", stuck.Namespace, stuck.Name, deployed.Version, err)
+	}
+	return fmt.Sprintf("%s and rolled back to revision %d", what, deployed.Version), nil
+}
+
+// Rollback rolls release name in namespace back to revision (0 = the
+// previous one). opts supplies timeout, wait, maxHistory and skipHooks.
+func (c *Client) Rollback(ctx context.Context, cluster, namespace, name string, revision int, opts Options) (Result, error) {
+	cfg, err := c.config(ctx, cluster, namespace)
+	if err != nil {
+		return Result{}, err
+	}
+	rb := action.NewRollback(cfg)
+	rb.Version = revision
+	rb.Timeout = opts.timeout()
+	rb.Wait = opts.Wait
+	rb.MaxHistory = opts.maxHistory()
+	rb.DisableHooks = opts.SkipHooks
+	rb.CleanupOnFail = opts.CleanupOnFail
+	if err := safely("helm rollback", func() error { return rb.Run(name) }); err != nil {
+		return Result{}, fmt.Errorf("roll back release %s/%s: %w", namespace, name, err)
+	}
+	cur, err := last(cfg, name)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Action: ActionRolledBack, Release: infoOf(cur)}, nil
+}
+
+// Uninstall removes release name from namespace with its history; a
+// missing release gives ActionNotFound and no error.
+func (c *Client) Uninstall(ctx context.Context, cluster, namespace, name string, opts Options) (Result, error) {
+	cfg, err := c.config(ctx, cluster, namespace)
+	if err != nil {
+		return Result{}, err
+	}
+	cur, err := last(cfg, name)
+	if err != nil {
+		return Result{}, err
+	}
+	if cur == nil {
+		return Result{Action: ActionNotFound, Release: ReleaseInfo{Name: name, Namespace: namespace}}, nil
+	}
+	un := action.NewUninstall(cfg)
+	un.Timeout = opts.timeout()
+	un.Wait = opts.Wait
+	un.DisableHooks = opts.SkipHooks
+	un.IgnoreNotFound = true
+	if err := safely("helm uninstall", func() error { _, uerr := un.Run(name); return uerr }); err != nil {
+		return Result{Release: infoOf(cur)}, fmt.Errorf("uninstall release %s/%s: %w", namespace, name, err)
+	}
+	info := infoOf(cur)
+	info.Status = release.StatusUninstalled.String()
+	return Result{Action: ActionUninstalled, Release: info}, nil
+}
+
+// Template renders req's chart client-side (`helm template`: no cluster
+// access, default capabilities) and returns the manifest objects in
+// manifest order, then hooks (unless skipHooks; test hooks unless
+// skipTests is false). CRDs from crds/ come first unless skipped.
+func (c *Client) Template(ctx context.Context, req Request) ([]*unstructured.Unstructured, error) {
+	d, err := c.prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return templateChart(ctx, req.Spec, d)
+}
+
+func templateChart(ctx context.Context, s *Spec, d *desired) ([]*unstructured.Unstructured, error) {
+	cfg := &action.Configuration{Log: debugLog(ctrl.LoggerFrom(ctx))}
+	in := action.NewInstall(cfg)
+	in.DryRun = true
+	in.ClientOnly = true
+	in.Replace = true
+	in.ReleaseName = s.Release.Name
+	in.Namespace = s.Release.Namespace
+	in.IncludeCRDs = !s.Options.skipCRDs()
+	in.DisableHooks = s.Options.SkipHooks
+	var rel *release.Release
+	err := safely("helm template", func() error {
+		var terr error
+		rel, terr = in.RunWithContext(ctx, d.chart.Chart, d.values)
+		return terr
+	})
+	if err != nil {
+		return nil, fmt.Errorf("render chart %s: %w", d.chart.Ref, err)
+	}
+	objs, err := parseManifest(rel.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("render chart %s: %w", d.chart.Ref, err)
+	}
+	if s.Options.SkipHooks {
+		return objs, nil
+	}
+	for _, h := range rel.Hooks {
+		if s.Options.skipTests() && isTestHook(h) {
+			continue
+		}
+		hs, err := parseManifest(h.Manifest)
+		if err != nil {
+			return nil, fmt.Errorf("render chart %s hook %s: %w", d.chart.Ref, h.Path, err)
+		}
+		objs = append(objs, hs...)
+	}
+	return objs, nil
+}
+
+func isTestHook(h *release.Hook) bool {
+	for _, e := range h.Events {
+		if e == release.HookTest {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,442 @@
+package helm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/registry"
+	"helm.sh/helm/v3/pkg/repo"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// ErrChartNotFound marks a chart (or chart version) that its source does
+// not have: a 404, a name missing from index.yaml, no tag matching the
+// version constraint, a missing bundled path.
+var ErrChartNotFound = errors.New("chart not found")
+
+// Chart is a loaded chart with the digest of its content.
+type Chart struct {
+	// Chart is freshly loaded for each Fetch: callers may let Helm mutate it.
+	Chart *chart.Chart
+	// Digest is "sha256:<hex>" of the archive (or, for a bundled folder, of
+	// its files in path order).
+	Digest string
+	// Ref describes the source without credentials, for messages.
+	Ref string
+}
+
+// ChartFetcher fetches charts; Fetcher is the implementation.
+type ChartFetcher interface {
+	// Fetch returns the chart spec names; namespace is the application's
+	// namespace (where spec.Auth.SecretRef is read). Errors wrap
+	// ErrChartNotFound or ErrUnsafeChart where those apply.
+	Fetch(ctx context.Context, namespace string, spec ChartSpec) (*Chart, error)
+}
+
+// Fetcher fetches charts from Helm repositories, URLs, OCI registries and a
+// local chart root, through a digest-keyed Cache and the archive Limits.
+// It never runs `helm dependency update`: a chart whose Chart.yaml lists a
+// dependency missing from its charts/ folder is refused.
+type Fetcher struct {
+	secrets   client.Reader
+	root      string
+	cache     *Cache
+	limits    Limits
+	transport http.RoundTripper
+	plainHTTP bool
+}
+
+// FetcherOption configures NewFetcher.
+type FetcherOption func(*Fetcher)
+
+// WithChartRoot enables bundled charts: sources that are not URLs are paths
+// under dir. Without it, such sources are refused.
+func WithChartRoot(dir string) FetcherOption { return func(f *Fetcher) { f.root = dir } }
+
+// WithCache sets the archive cache (default: 256 MiB).
+func WithCache(c *Cache) FetcherOption { return func(f *Fetcher) { f.cache = c } }
+
+// WithLimits sets the archive limits (zero fields take DefaultLimits).
+func WithLimits(l Limits) FetcherOption { return func(f *Fetcher) { f.limits = l } }
+
+// WithTransport sets the base HTTP transport (an *http.Transport for TLS
+// settings from auth Secrets to apply).
+func WithTransport(rt http.RoundTripper) FetcherOption { return func(f *Fetcher) { f.transport = rt } }
+
+// WithPlainHTTPRegistries talks plain HTTP to OCI registries (local
+// development registries only).
+func WithPlainHTTPRegistries() FetcherOption { return func(f *Fetcher) { f.plainHTTP = true } }
+
+// NewFetcher returns a Fetcher reading auth Secrets through secrets (the
+// hub's client).
+func NewFetcher(secrets client.Reader, opts ...FetcherOption) *Fetcher {
+	f := &Fetcher{secrets: secrets, cache: NewCache(256 << 20), transport: http.DefaultTransport}
+	for _, o := range opts {
+		o(f)
+	}
+	f.limits = f.limits.withDefaults()
+	return f
+}
+
+const maxIndexBytes = 32 << 20
+
+// Fetch implements ChartFetcher.
+func (f *Fetcher) Fetch(ctx context.Context, namespace string, spec ChartSpec) (*Chart, error) {
+	var ref *SecretRef
+	if spec.Auth != nil {
+		ref = spec.Auth.SecretRef
+	}
+	creds, err := readCredentials(ctx, f.secrets, namespace, ref)
+	if err != nil {
+		return nil, err
+	}
+	var ch *Chart
+	switch {
+	case strings.HasPrefix(spec.Source, "oci://"):
+		ch, err = f.fetchOCI(ctx, spec.Source, spec.Version, creds)
+	case strings.HasPrefix(spec.RepoURL, "oci://"):
+		ch, err = f.fetchOCI(ctx, strings.TrimSuffix(spec.RepoURL, "/")+"/"+spec.Source, spec.Version, creds)
+	case spec.RepoURL != "":
+		ch, err = f.fetchRepo(ctx, spec.RepoURL, spec.Source, spec.Version, creds)
+	case strings.HasPrefix(spec.Source, "http://") || strings.HasPrefix(spec.Source, "https://"):
+		ch, err = f.fetchURL(ctx, spec.Source, creds)
+	default:
+		ch, err = f.fetchLocal(spec.Source)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := action.CheckDependencies(ch.Chart, ch.Chart.Metadata.Dependencies); err != nil {
+		return nil, fmt.Errorf("chart %s: %w (oamflow never runs `helm dependency update`: vendor subcharts into charts/)", ch.Ref, err)
+	}
+	return ch, nil
+}
+
+func (f *Fetcher) load(data []byte, digest, ref string) (*Chart, error) {
+	ch, err := LoadArchive(data, f.limits)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s: %w", ref, err)
+	}
+	return &Chart{Chart: ch, Digest: digest, Ref: ref}, nil
+}
+
+func sha256Digest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// get downloads u with creds (sent only when sendCreds) and at most max bytes.
+func (f *Fetcher) get(ctx context.Context, u string, creds *credentials, sendCreds bool, max int64, what string) ([]byte, error) {
+	hc, err := creds.httpClient(f.transport)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if sendCreds {
+		creds.authorize(req)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, redactURLError(err))
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, fmt.Errorf("%s: %w (HTTP 404)", what, ErrChartNotFound)
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil, fmt.Errorf("%s: HTTP %d: check chart.auth.secretRef", what, resp.StatusCode)
+	case resp.StatusCode/100 != 2:
+		return nil, fmt.Errorf("%s: HTTP %d", what, resp.StatusCode)
+	}
+	if resp.ContentLength > max {
+		return nil, unsafeChart("%s is %d bytes, more than the limit of %d", what, resp.ContentLength, max)
+	}
+	return readBounded(resp.Body, max, what)
+}
+
+// redactURLError drops credentials from URLs inside err's message.
+func redactURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			return fmt.Errorf("%s %s: %w", ue.Op, u.Redacted(), ue.Err)
+		}
+	}
+	return err
+}
+
+func (f *Fetcher) fetchURL(ctx context.Context, u string, creds *credentials) (*Chart, error) {
+	ref := redacted(u)
+	data, err := f.get(ctx, u, creds, true, f.limits.MaxArchiveBytes, "download chart "+ref)
+	if err != nil {
+		return nil, err
+	}
+	digest := sha256Digest(data)
+	f.cache.Put(digest, data)
+	return f.load(data, digest, ref)
+}
+
+func (f *Fetcher) fetchRepo(ctx context.Context, repoURL, name, version string, creds *credentials) (*Chart, error) {
+	base := strings.TrimSuffix(repoURL, "/")
+	ref := fmt.Sprintf("%s from repository %s", name, redacted(base))
+	raw, err := f.get(ctx, base+"/index.yaml", creds, true, maxIndexBytes, "read index of repository "+redacted(base))
+	if err != nil {
+		if errors.Is(err, ErrChartNotFound) {
+			return nil, fmt.Errorf("repository %s has no index.yaml: %w", redacted(base), ErrChartNotFound)
+		}
+		return nil, err
+	}
+	var idx repo.IndexFile
+	if err := yaml.Unmarshal(raw, &idx); err != nil {
+		return nil, fmt.Errorf("index.yaml of repository %s: %w", redacted(base), err)
+	}
+	idx.SortEntries()
+	cv, err := idx.Get(name, version)
+	if err != nil {
+		if _, ok := idx.Entries[name]; !ok {
+			return nil, fmt.Errorf("chart %q in repository %s: %w", name, redacted(base), ErrChartNotFound)
+		}
+		return nil, fmt.Errorf("chart %q in repository %s has no version matching %q: %w", name, redacted(base), version, ErrChartNotFound)
+	}
+	if len(cv.URLs) == 0 {
+		return nil, fmt.Errorf("chart %s-%s in repository %s has no download URL", name, cv.Version, redacted(base))
+	}
+	ref = fmt.Sprintf("%s-%s from repository %s", name, cv.Version, redacted(base))
+	var want string
+	if cv.Digest != "" {
+		want = "sha256:" + strings.TrimPrefix(cv.Digest, "sha256:")
+		if data, ok := f.cache.Get(want); ok {
+			return f.load(data, want, ref)
+		}
+	}
+	chartURL, err := repo.ResolveReferenceURL(base+"/", cv.URLs[0])
+	if err != nil {
+		return nil, fmt.Errorf("chart %s: bad URL in index.yaml: %w", ref, err)
+	}
+	data, err := f.get(ctx, chartURL, creds, sameHost(base, chartURL), f.limits.MaxArchiveBytes, "download chart "+ref)
+	if err != nil {
+		return nil, err
+	}
+	digest := sha256Digest(data)
+	if want != "" && digest != want {
+		return nil, fmt.Errorf("chart %s: downloaded archive has digest %s but index.yaml says %s", ref, digest, want)
+	}
+	f.cache.Put(digest, data)
+	return f.load(data, digest, ref)
+}
+
+// sameHost reports whether credentials for a may be sent to b (Helm's
+// default: only to the repository's own host).
+func sameHost(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && ua.Scheme == ub.Scheme && ua.Host == ub.Host
+}
+
+func redacted(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "<invalid URL>"
+	}
+	return p.Redacted()
+}
+
+func (f *Fetcher) fetchOCI(ctx context.Context, source, version string, creds *credentials) (*Chart, error) {
+	ref := strings.TrimPrefix(source, "oci://")
+	if strings.Contains(ref[strings.LastIndex(ref, "/")+1:], ":") || strings.Contains(ref, "@") {
+		return nil, fmt.Errorf("chart.source %s: put the tag in chart.version, not in the reference", redacted(source))
+	}
+	rc, cleanup, err := f.registryClient(ref, creds)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+
+	tag := version
+	if _, err := semver.StrictNewVersion(version); err != nil || version == "" {
+		tag, err = pickTag(rc, ref, version)
+		if err != nil {
+			return nil, err
+		}
+	}
+	full := ref + ":" + strings.ReplaceAll(tag, "+", "_")
+	var res *registry.PullResult
+	err = safely("pull chart", func() error {
+		var perr error
+		res, perr = rc.Pull(full, registry.PullOptWithChart(true), registry.PullOptIgnoreMissingProv(true))
+		return perr
+	})
+	if err != nil {
+		if strings.Contains(err.Error(), "not found") {
+			return nil, fmt.Errorf("pull oci://%s: %w", full, ErrChartNotFound)
+		}
+		return nil, fmt.Errorf("pull oci://%s: %w", full, err)
+	}
+	if res.Chart == nil || int64(res.Chart.Size) > f.limits.MaxArchiveBytes {
+		return nil, unsafeChart("oci://%s: chart layer missing or larger than %d bytes", full, f.limits.MaxArchiveBytes)
+	}
+	data := res.Chart.Data
+	digest := sha256Digest(data)
+	f.cache.Put(digest, data)
+	return f.load(data, digest, "oci://"+full)
+}
+
+// pickTag lists the registry's semver tags and returns the highest that
+// satisfies constraint ("" = any).
+func pickTag(rc *registry.Client, ref, constraint string) (string, error) {
+	var tags []string
+	err := safely("list tags", func() error {
+		var terr error
+		tags, terr = rc.Tags(ref)
+		return terr
+	})
+	if err != nil {
+		if strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "NAME_UNKNOWN") {
+			return "", fmt.Errorf("list tags of oci://%s: %w", ref, ErrChartNotFound)
+		}
+		return "", fmt.Errorf("list tags of oci://%s: %w", ref, err)
+	}
+	if constraint == "" {
+		constraint = "*"
+	}
+	c, err := semver.NewConstraint(constraint)
+	if err != nil {
+		return "", fmt.Errorf("chart.version %q: %w", constraint, err)
+	}
+	for _, t := range tags { // sorted highest first
+		if v, err := semver.NewVersion(t); err == nil && c.Check(v) {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("oci://%s has no tag matching %q: %w", ref, constraint, ErrChartNotFound)
+}
+
+// registryClient returns a Helm registry client for ref with creds in a
+// private, temporary credentials file (removed by cleanup).
+func (f *Fetcher) registryClient(ref string, creds *credentials) (*registry.Client, func(), error) {
+	dir, err := os.MkdirTemp("", "oamflow-helm-registry-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	credFile := filepath.Join(dir, "config.json")
+	host, _, _ := strings.Cut(ref, "/")
+	entry := map[string]string{}
+	switch {
+	case creds == nil:
+	case creds.token != "":
+		entry["identitytoken"] = creds.token
+	case creds.username != "":
+		entry["auth"] = base64.StdEncoding.EncodeToString([]byte(creds.username + ":" + creds.password))
+	}
+	cfg, _ := json.Marshal(map[string]any{"auths": map[string]any{host: entry}})
+	if err := os.WriteFile(credFile, cfg, 0o600); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	hc, err := creds.httpClient(f.transport)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	opts := []registry.ClientOption{
+		registry.ClientOptCredentialsFile(credFile),
+		registry.ClientOptHTTPClient(hc),
+		registry.ClientOptWriter(io.Discard),
+	}
+	if f.plainHTTP {
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
+	rc, err := registry.NewClient(opts...)
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("registry client: %w", err)
+	}
+	return rc, cleanup, nil
+}
+
+func (f *Fetcher) fetchLocal(source string) (*Chart, error) {
+	if f.root == "" {
+		return nil, fmt.Errorf("chart.source %q is not a URL and bundled charts are disabled (no chart root configured): use an oci:// reference, an http(s) URL, or chart.repoURL", source)
+	}
+	src := strings.TrimPrefix(source, "file://")
+	if filepath.IsAbs(src) || !filepath.IsLocal(filepath.FromSlash(src)) {
+		return nil, unsafeChart("chart.source %q: bundled chart paths must be relative and stay inside the chart root", source)
+	}
+	root, err := filepath.EvalSymlinks(f.root)
+	if err != nil {
+		return nil, fmt.Errorf("chart root: %w", err)
+	}
+	p := filepath.Join(root, filepath.FromSlash(src))
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("bundled chart %q: %w", source, ErrChartNotFound)
+		}
+		return nil, fmt.Errorf("bundled chart %q: %w", source, err)
+	}
+	if rel, err := filepath.Rel(root, real); err != nil || !filepath.IsLocal(rel) {
+		return nil, unsafeChart("chart.source %q resolves outside the chart root", source)
+	}
+	info, err := os.Stat(real)
+	if err != nil {
+		return nil, err
+	}
+	ref := "bundled:" + filepath.ToSlash(src)
+	if !info.IsDir() {
+		fh, err := os.Open(real)
+		if err != nil {
+			return nil, err
+		}
+		defer fh.Close()
+		data, err := readBounded(fh, f.limits.MaxArchiveBytes, "bundled chart "+src)
+		if err != nil {
+			return nil, err
+		}
+		return f.load(data, sha256Digest(data), ref)
+	}
+	ch, err := LoadDir(real, f.limits)
+	if err != nil {
+		return nil, fmt.Errorf("bundled chart %q: %w", source, err)
+	}
+	return &Chart{Chart: ch, Digest: filesDigest(ch), Ref: ref}, nil
+}
+
+// filesDigest hashes a loaded chart's files (name and content, sorted by
+// name), including subcharts', for charts loaded from a folder.
+func filesDigest(ch *chart.Chart) string {
+	h := sha256.New()
+	var walk func(prefix string, c *chart.Chart)
+	walk = func(prefix string, c *chart.Chart) {
+		files := append([]*chart.File(nil), c.Raw...)
+		sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
+		for _, f := range files {
+			fmt.Fprintf(h, "%s%s\x00%d\x00", prefix, f.Name, len(f.Data))
+			h.Write(f.Data)
+		}
+		for _, d := range c.Dependencies() {
+			walk(prefix+"charts/"+d.Name()+"/", d)
+		}
+	}
+	walk("", ch)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
