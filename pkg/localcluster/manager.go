@@ -549,6 +549,13 @@ func (m *Manager) processesOf(kwokName string) map[int]string {
 	return procs
 }
 
+// Processes returns the pids of every live process started for any cluster
+// of this state directory (found in /proc by argv[0]), sorted. After Down it
+// is empty.
+func (m *Manager) Processes() []int {
+	return mapKeys(processesUnder(m.layout.kwokClustersDir() + string(filepath.Separator)))
+}
+
 // progress prints "[  1.2s] cluster: message" lines; safe for concurrent use.
 type progress struct {
 	mu    sync.Mutex

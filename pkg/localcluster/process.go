@@ -64,8 +64,6 @@ func parseStatState(stat []byte) (byte, error) {
 	return stat[i+2], nil
 }
 
-// residentKiB returns the resident set size of pid in KiB (VmRSS of
-// /proc/<pid>/status).
 func residentKiB(pid int) (int64, error) {
 	b, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "status"))
 	if err != nil {
@@ -182,3 +180,10 @@ func processesUnder(prefix string) map[int]string {
 	}
 	return found
 }
+
+// ProcessAlive reports whether pid is a live process (not a zombie).
+func ProcessAlive(pid int) bool { return processAlive(pid, "") }
+
+// ResidentKiB returns the resident set size of pid in KiB (VmRSS in
+// /proc/<pid>/status).
+func ResidentKiB(pid int) (int64, error) { return residentKiB(pid) }
