@@ -23,6 +23,8 @@ func checkDeployment(obj *unstructured.Unstructured, ks *status.Result) Result {
 		msg = fmt.Sprintf("Ready:%d/%d, updated:%d/%d, available:%d/%d", ready, want, updated, want, available, want)
 		if _, reason, cmsg, ok := condition(obj, "Progressing"); ok && reason == "ProgressDeadlineExceeded" {
 			msg += ": rollout exceeded its progress deadline: " + cmsg
+		} else if ready >= want && updated >= want && available >= want {
+			msg += ": " + ks.Message
 		}
 	}
 	return fromKstatus(ks, msg)

@@ -174,6 +174,17 @@ func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj 
 	}
 	p.tracked = tracked
 
+	// The hash covers the rendered object, before apply-once retention, so
+	// that live values kept on purpose never count as a change.
+	annos := d.GetAnnotations()
+	delete(annos, AnnoSharedBy)
+	delete(annos, AnnoAppliedHash)
+	d.SetAnnotations(annos)
+	hash, err := desiredHash(d)
+	if err != nil {
+		return nil, err
+	}
+
 	if s := k.policies.applyOnce(d); live != nil && s.affects(stateKeep) {
 		if s.wholeObject() {
 			return p, nil
@@ -183,16 +194,9 @@ func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj 
 		}
 	}
 
-	annos := d.GetAnnotations()
+	annos = d.GetAnnotations()
 	if annos == nil {
 		annos = map[string]string{}
-	}
-	delete(annos, AnnoSharedBy)
-	delete(annos, AnnoAppliedHash)
-	d.SetAnnotations(annos)
-	hash, err := desiredHash(d)
-	if err != nil {
-		return nil, err
 	}
 	annos[AnnoAppliedHash] = hash
 	if p.shared {
