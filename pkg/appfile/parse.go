@@ -322,7 +322,7 @@ func (p *parser) validationContext(name string) map[string]any {
 		"appLabels":      stringMap(af.Labels),
 		"appAnnotations": stringMap(af.Annotations),
 		"cluster":        "",
-		"clusterVersion": map[string]any{"major": "1", "minor": "31", "gitVersion": "v1.31.0"},
+		"clusterVersion": map[string]any{"major": int64(1), "minor": int64(31), "gitVersion": "v1.31.0", "platform": "linux/amd64"},
 		"workflowName":   af.Name,
 		"publishVersion": af.PublishVersion,
 	}

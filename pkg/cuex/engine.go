@@ -19,7 +19,10 @@ import (
 	"time"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/literal"
+	"cuelang.org/go/cue/parser"
 )
 
 // Limits bound the work one definition may cause. Zero fields take the defaults.
@@ -207,12 +210,29 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 }
 
 // prepareSource appends open declarations of `context` and `parameter`
-// (templates use both without declaring them) and stubs provider imports
-// when asked.
+// when the template does not declare them (templates use both freely), and
+// stubs provider imports when asked.
 func prepareSource(src Source, text string) (string, error) {
-	imports, err := nonStdImports(text)
+	f, err := parser.ParseFile(src.filename(), text)
 	if err != nil {
 		return "", translate(src, err, "")
+	}
+	declared := map[string]bool{}
+	var imports []string
+	for _, d := range f.Decls {
+		switch x := d.(type) {
+		case *ast.Field:
+			if name, _, err := ast.LabelName(x.Label); err == nil {
+				declared[name] = true
+			}
+		case *ast.ImportDecl:
+			for _, spec := range x.Specs {
+				p, err := literal.Unquote(spec.Path.Value)
+				if err == nil && !IsStdlib(p) {
+					imports = append(imports, p)
+				}
+			}
+		}
 	}
 	if len(imports) > 0 {
 		if !src.StubImports {
@@ -223,7 +243,15 @@ func prepareSource(src Source, text string) (string, error) {
 			return "", translate(src, err, "")
 		}
 	}
-	return text + "\ncontext: _\nparameter: _\n", nil
+	var b strings.Builder
+	b.WriteString(text)
+	for _, name := range []string{"context", "parameter"} {
+		if !declared[name] {
+			b.WriteString("\n" + name + ": _")
+		}
+	}
+	b.WriteString("\n")
+	return b.String(), nil
 }
 
 // Eval fills the template with the given values (CUE path → Go value, e.g.
@@ -247,7 +275,11 @@ func (e *Engine) Eval(ctx context.Context, t *Template, fills map[string]any, fn
 	return e.runLocked(ctx, t.src, t.key, func() error {
 		v := t.value
 		for _, p := range sortedKeys(fills) {
-			v = v.FillPath(cue.ParsePath(p), fills[p])
+			fv, err := toValue(v.Context(), fills[p])
+			if err != nil {
+				return &Error{Source: t.src, Path: p, Message: "cannot encode the value to fill in: " + err.Error()}
+			}
+			v = v.FillPath(cue.ParsePath(p), fv)
 		}
 		return fn(v)
 	})

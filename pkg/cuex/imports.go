@@ -24,28 +24,6 @@ func IsStdlib(importPath string) bool {
 	return stdlibRoots[root]
 }
 
-// nonStdImports lists the import paths of text that are not standard library.
-func nonStdImports(text string) ([]string, error) {
-	if !strings.Contains(text, "import") {
-		return nil, nil
-	}
-	f, err := parser.ParseFile("template", text, parser.ImportsOnly)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, spec := range f.Imports {
-		p, err := literal.Unquote(spec.Path.Value)
-		if err != nil {
-			return nil, err
-		}
-		if !IsStdlib(p) {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
 // stubImports rewrites text so that each non-standard import `name` becomes
 // a file-level `let name = {sel1: _, sel2: _}` holding open placeholders for
 // every selector the template uses on it (`kube.#Apply`, `op.#Steps`). The

@@ -386,7 +386,7 @@ func unknownKeys(schema cue.Value, data any, path []string, report func(path []s
 	if !schema.Exists() {
 		return
 	}
-	if op, _ := schema.Expr(); op == cue.OrOp {
+	if isDisjunction(schema) {
 		return // disjunctions: CUE's own errors say which branch failed
 	}
 	switch d := data.(type) {
@@ -430,4 +430,21 @@ func unknownKeys(schema cue.Value, data any, path []string, report func(path []s
 			unknownKeys(ev, item, p, report)
 		}
 	}
+}
+
+// isDisjunction reports whether v is a disjunction, or a conjunction with
+// one (defaults aside: `*1 | int` counts).
+func isDisjunction(v cue.Value) bool {
+	op, args := v.Expr()
+	switch op {
+	case cue.OrOp:
+		return true
+	case cue.AndOp:
+		for _, a := range args {
+			if isDisjunction(a) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue"
+
+	"github.com/oamflow/oamflow/pkg/cuex"
 )
 
 // Patch markers: comments on a field of a trait's `patch` (or
@@ -173,7 +175,11 @@ func mergeValue(base any, pv cue.Value, key, strategy string, path []string) (an
 		if base == nil {
 			return nil, &patchError{path: path, msg: "patch value is not concrete and the patched object has no value here"}
 		}
-		u := pv.Unify(pv.Context().Encode(base))
+		bv, err := cuex.ToValue(pv.Context(), base)
+		if err != nil {
+			return nil, &patchError{path: path, msg: err.Error()}
+		}
+		u := pv.Unify(bv)
 		if err := u.Validate(cue.Concrete(true)); err != nil {
 			return nil, &patchError{path: path, msg: fmt.Sprintf("value %s does not satisfy the patch: %v", short(base), err)}
 		}

@@ -22,13 +22,27 @@ import (
 )
 
 // ClusterVersion is the Kubernetes version of the target cluster, as the
-// template sees it in context.clusterVersion.
+// template sees it in context.clusterVersion ({major: 1, minor: 31,
+// gitVersion: "v1.31.0", platform: "linux/amd64"}; major and minor are
+// numbers so templates can compare them, as KubeVela's do).
 type ClusterVersion struct {
-	Major, Minor, GitVersion string
+	Major, Minor         int
+	GitVersion, Platform string
 }
 
-// DefaultClusterVersion is used when Options.ClusterVersion is empty.
-var DefaultClusterVersion = ClusterVersion{Major: "1", Minor: "31", GitVersion: "v1.31.0"}
+// DefaultClusterVersion is used when Options.ClusterVersion is empty (offline).
+var DefaultClusterVersion = ClusterVersion{Major: 1, Minor: 31, GitVersion: "v1.31.0", Platform: "linux/amd64"}
+
+// ParseClusterVersion reads the strings of a Kubernetes version.Info
+// (Major "1", Minor "31+", GitVersion "v1.31.2-eks-…").
+func ParseClusterVersion(major, minor, gitVersion, platform string) ClusterVersion {
+	num := func(s string) int {
+		s = strings.TrimRight(s, "+")
+		n, _ := strconv.Atoi(s)
+		return n
+	}
+	return ClusterVersion{Major: num(major), Minor: num(minor), GitVersion: gitVersion, Platform: platform}
+}
 
 // Options say what the rendering is for.
 type Options struct {
@@ -56,8 +70,13 @@ type Resource struct {
 	// Cluster and Namespace the object goes to (Namespace "" for
 	// cluster-scoped objects).
 	Cluster, Namespace string
-	// Object is the rendered object with OAM labels stamped.
+	// Object is the rendered object with OAM labels stamped; for a
+	// Reference it is the reference as the template gave it.
 	Object *unstructured.Unstructured
+	// Reference says Object is not an object but a reference to existing
+	// objects (ref-objects: {resource, group, name | labelSelector,
+	// namespace, cluster}) that the controller reads from the cluster.
+	Reference bool
 }
 
 // IsWorkload reports whether r is a component's main workload.
@@ -119,7 +138,7 @@ func Context(af *appfile.AppFile, component string, opts Options) map[string]any
 		"appLabels":      stringMap(af.Labels),
 		"appAnnotations": stringMap(af.Annotations),
 		"cluster":        opts.Cluster,
-		"clusterVersion": map[string]any{"major": cv.Major, "minor": cv.Minor, "gitVersion": cv.GitVersion},
+		"clusterVersion": map[string]any{"major": int64(cv.Major), "minor": int64(cv.Minor), "gitVersion": cv.GitVersion, "platform": cv.Platform},
 		"workflowName":   af.Name,
 		"publishVersion": af.PublishVersion,
 	}
@@ -314,12 +333,30 @@ func decodeObject(src cuex.Source, v cue.Value, path string) (map[string]any, er
 	if m == nil {
 		return nil, &cuex.Error{Source: src, Path: path, Message: "is not an object"}
 	}
+	if isReference(m) {
+		return m, nil
+	}
 	for _, f := range []string{"apiVersion", "kind"} {
 		if s, _ := m[f].(string); s == "" {
 			return nil, &cuex.Error{Source: src, Path: path + "." + f, Message: "missing: every rendered object needs apiVersion and kind"}
 		}
 	}
 	return m, nil
+}
+
+// isReference tells a reference to existing objects (ref-objects:
+// `resource` + `name` or `labelSelector`) from an object.
+func isReference(m map[string]any) bool {
+	if _, ok := m["apiVersion"].(string); ok {
+		if _, ok := m["metadata"]; ok {
+			return false
+		}
+	}
+	_, hasResource := m["resource"].(string)
+	_, hasKind := m["kind"].(string)
+	_, hasName := m["name"].(string)
+	_, hasSelector := m["labelSelector"].(map[string]any)
+	return (hasResource || hasKind) && (hasName || hasSelector)
 }
 
 // decodeOutputs reads `outputs: <name>: {...}` in declaration order.
@@ -369,6 +406,18 @@ func finish(af *appfile.AppFile, c *appfile.Component, opts Options, st *rendere
 	for i := range out {
 		r := &out[i]
 		obj := r.Object
+		if isReference(obj.Object) {
+			r.Reference = true
+			r.Cluster = opts.Cluster
+			if c, _ := obj.Object["cluster"].(string); c != "" {
+				r.Cluster = c
+			}
+			r.Namespace = ns
+			if n, _ := obj.Object["namespace"].(string); n != "" {
+				r.Namespace = n
+			}
+			continue
+		}
 		if obj.GetName() == "" {
 			if r.IsWorkload() {
 				obj.SetName(c.Name)

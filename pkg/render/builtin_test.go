@@ -1,0 +1,44 @@
+package render
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/oamflow/oamflow/definitions"
+	"github.com/oamflow/oamflow/pkg/appfile"
+)
+
+// builtinSource is the built-in definitions plus the user-written examples
+// kept next to them.
+func builtinSource(t testing.TB) appfile.DefinitionSource {
+	t.Helper()
+	builtin, err := appfile.NewFSSource(definitions.FS, ".")
+	require.NoError(t, err)
+	user, err := appfile.NewLocalSource("../../definitions/testdata/user")
+	require.NoError(t, err)
+	return appfile.Chain(user, builtin)
+}
+
+// TestRenderBuiltinInputs renders every golden input of the built-in
+// definitions: each must parse and render without error.
+func TestRenderBuiltinInputs(t *testing.T) {
+	files, err := filepath.Glob("../../definitions/testdata/golden/*/*.yaml")
+	require.NoError(t, err)
+	src := builtinSource(t)
+	for _, f := range files {
+		if strings.HasSuffix(f, ".golden.yaml") || strings.Contains(f, "missing-") {
+			continue
+		}
+		t.Run(f[len("../../definitions/testdata/golden/"):], func(t *testing.T) {
+			ctx := context.Background()
+			af, err := appfile.Parse(ctx, loadApp(t, f), src)
+			require.NoError(t, err)
+			_, err = RenderApplication(ctx, af, Options{})
+			require.NoError(t, err)
+		})
+	}
+}
