@@ -26,8 +26,8 @@ var ignoredAnnotations = map[string]bool{
 
 // appContent is the part of an Application a revision depends on.
 type appContent struct {
-	Labels      map[string]string      `json:"labels,omitempty"`
-	Annotations map[string]string      `json:"annotations,omitempty"`
+	Labels      map[string]string       `json:"labels,omitempty"`
+	Annotations map[string]string       `json:"annotations,omitempty"`
 	Spec        v1beta1.ApplicationSpec `json:"spec"`
 }
 
@@ -65,7 +65,7 @@ func AppHash(app *v1beta1.Application) (string, error) {
 // hashes render the same objects.
 func Hash(app *v1beta1.Application, defs Definitions) (string, error) {
 	type content struct {
-		App           appContent `json:"app"`
+		App           appContent     `json:"app"`
 		Components    map[string]any `json:"components,omitempty"`
 		Traits        map[string]any `json:"traits,omitempty"`
 		Policies      map[string]any `json:"policies,omitempty"`

@@ -31,7 +31,9 @@ func newApp(mods ...appMod) *v1beta1.Application {
 }
 
 func withProps(raw string) appMod {
-	return func(a *v1beta1.Application) { a.Spec.Components[0].Properties = &runtime.RawExtension{Raw: []byte(raw)} }
+	return func(a *v1beta1.Application) {
+		a.Spec.Components[0].Properties = &runtime.RawExtension{Raw: []byte(raw)}
+	}
 }
 
 func withAnno(k, v string) appMod {
