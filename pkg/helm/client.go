@@ -132,7 +132,12 @@ func (c *Client) prepare(ctx context.Context, req Request) (*desired, error) {
 	if req.Spec == nil {
 		return nil, errors.New("helm request has no spec")
 	}
-	ch, err := c.charts.Fetch(ctx, req.Namespace, req.Spec.Chart)
+	var ch *Chart
+	err := safely("fetch chart", func() error {
+		var ferr error
+		ch, ferr = c.charts.Fetch(ctx, req.Namespace, req.Spec.Chart)
+		return ferr
+	})
 	if err != nil {
 		return nil, &ChartError{Err: err}
 	}
@@ -144,6 +149,8 @@ func (c *Client) prepare(ctx context.Context, req Request) (*desired, error) {
 	if err != nil {
 		return nil, err
 	}
+	vals = copyValues(vals)
+	applyNulls(ch.Chart, vals)
 	return &desired{chart: ch, values: vals, digest: d}, nil
 }
 

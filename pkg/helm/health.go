@@ -11,8 +11,9 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 )
@@ -263,7 +264,8 @@ func releaseHealth(ctx context.Context, cfg *action.Configuration, rel *release.
 // ResourceReady reports whether obj is ready by kstatus (status Current):
 // Deployments available and updated, StatefulSets rolled out (honouring a
 // partition), DaemonSets scheduled and ready, Jobs complete, PVCs bound,
-// resources with a Ready condition ready, others present. msg is kstatus's
+// resources with a Ready condition ready (kstatus calls a running Job
+// Current; here a Job must have Complete=True), others present. msg is kstatus's
 // explanation when not ready.
 func ResourceReady(obj *unstructured.Unstructured) (ready bool, msg string, err error) {
 	err = safely("kstatus", func() error {
@@ -272,6 +274,14 @@ func ResourceReady(obj *unstructured.Unstructured) (ready bool, msg string, err 
 			return fmt.Errorf("compute status of %s %s: %w", obj.GetKind(), obj.GetName(), cerr)
 		}
 		ready = res.Status == status.CurrentStatus
+		// kstatus calls a running Job Current; a release is ready only
+		// when its Jobs have completed.
+		if ready && obj.GroupVersionKind().GroupKind() == (schema.GroupKind{Group: "batch", Kind: "Job"}) &&
+			!hasCondition(obj, "Complete", "True") {
+			ready = false
+			msg = "Job not complete: " + res.Message
+			return nil
+		}
 		if !ready {
 			msg = res.Message
 			if msg == "" {
@@ -320,4 +330,3 @@ func hasCondition(obj *unstructured.Unstructured, typ, want string) bool {
 	}
 	return false
 }
-

@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,17 +18,21 @@ func parseManifest(manifest string) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
 	var out []*unstructured.Unstructured
 	for i := 0; ; i++ {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
 			if errors.Is(err, io.EOF) {
 				return out, nil
 			}
 			return nil, fmt.Errorf("manifest document %d: %w", i, err)
 		}
-		if len(m) == 0 {
+		if t := strings.TrimSpace(string(raw)); t == "" || t == "null" || t == "{}" {
 			continue
 		}
-		u := &unstructured.Unstructured{Object: m}
+		// Unstructured's JSON decoding keeps integers as int64.
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("manifest document %d: %w", i, err)
+		}
 		if u.GetKind() == "" || u.GetAPIVersion() == "" {
 			return nil, fmt.Errorf("manifest document %d has no kind or apiVersion", i)
 		}

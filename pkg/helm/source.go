@@ -49,6 +49,14 @@ type ChartFetcher interface {
 	Fetch(ctx context.Context, namespace string, spec ChartSpec) (*Chart, error)
 }
 
+// ChartFetcherFn adapts a function to ChartFetcher.
+type ChartFetcherFn func(ctx context.Context, namespace string, spec ChartSpec) (*Chart, error)
+
+// Fetch calls fn.
+func (fn ChartFetcherFn) Fetch(ctx context.Context, namespace string, spec ChartSpec) (*Chart, error) {
+	return fn(ctx, namespace, spec)
+}
+
 // Fetcher fetches charts from Helm repositories, URLs, OCI registries and a
 // local chart root, through a digest-keyed Cache and the archive Limits.
 // It never runs `helm dependency update`: a chart whose Chart.yaml lists a

@@ -3,6 +3,7 @@ package helm
 import (
 	"context"
 	"fmt"
+	"helm.sh/helm/v3/pkg/chart"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -126,4 +127,58 @@ func copyValues(in map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// applyNulls deletes from the defaults of ch's subcharts every key that
+// vals sets to null under the subchart's name (or alias), recursively, and
+// then drops those nulls from vals (else templates would see the key with
+// a nil value).
+// Helm 3.16 honours null for the top-level chart's own defaults but not
+// always for subchart defaults; this makes `child: {key: null}` delete
+// `key` from child's values.yaml as users expect. ch is modified; it must
+// be a chart loaded for this operation only.
+func applyNulls(ch *chart.Chart, vals map[string]any) {
+	if ch == nil || len(vals) == 0 {
+		return
+	}
+	keys := map[string]string{} // subchart name → key in the parent's values
+	if ch.Metadata != nil {
+		for _, d := range ch.Metadata.Dependencies {
+			if d != nil && d.Alias != "" {
+				keys[d.Name] = d.Alias
+			}
+		}
+	}
+	for _, sub := range ch.Dependencies() {
+		key := sub.Name()
+		if alias, ok := keys[key]; ok {
+			key = alias
+		}
+		sv, ok := vals[key].(map[string]any)
+		if !ok {
+			continue
+		}
+		if sub.Values == nil {
+			sub.Values = map[string]any{}
+		}
+		deleteNulls(sub.Values, sv)
+		applyNulls(sub, sv)
+	}
+}
+
+// deleteNulls deletes from defaults each key that user sets to null,
+// descending into maps present on both sides, and drops the nulls from user.
+func deleteNulls(defaults, user map[string]any) {
+	for k, v := range user {
+		if v == nil {
+			delete(defaults, k)
+			delete(user, k)
+			continue
+		}
+		um, ok1 := v.(map[string]any)
+		dm, ok2 := defaults[k].(map[string]any)
+		if ok1 && ok2 {
+			deleteNulls(dm, um)
+		}
+	}
 }
