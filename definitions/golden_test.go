@@ -29,9 +29,7 @@ const (
 )
 
 // skipped names golden cases that cannot render yet, with the reason.
-var skipped = map[string]string{
-	"ref-objects/basic": "ref-objects references objects in the cluster; the renderer does not resolve the references (or show them) yet, so offline rendering fails on the reference's missing apiVersion/kind",
-}
+var skipped = map[string]string{}
 
 // source is the built-in definitions (definitions.FS) plus the user-written
 // KubeVela-format definitions of testdata/user, which must load unchanged.
@@ -96,6 +94,9 @@ func renderGolden(t *testing.T, src appfile.DefinitionSource, app *v1beta1.Appli
 			}
 			if r.Output != "" {
 				fmt.Fprintf(&buf, ", output: %s", r.Output)
+			}
+			if r.Reference {
+				buf.WriteString(", reference to existing objects")
 			}
 			fmt.Fprintf(&buf, ", cluster: %q, namespace: %q\n", r.Cluster, r.Namespace)
 			b, merr := yaml.Marshal(r.Object.Object)
