@@ -59,6 +59,9 @@ type AppFile struct {
 	// Engine compiles and evaluates the definitions' CUE; Parse takes it
 	// from the context (WithEngine) or makes a new one.
 	Engine *cuex.Engine
+	// Source is where the definitions came from (used to re-parse the app
+	// with override policies applied).
+	Source DefinitionSource
 }
 
 // Component is one validated component.

@@ -101,6 +101,7 @@ func Parse(ctx context.Context, app *v1beta1.Application, src DefinitionSource) 
 		Generation:     app.Generation,
 		App:            app,
 		Engine:         engine,
+		Source:         src,
 	}
 	p := &parser{ctx: ctx, src: src, af: af}
 	p.checkName("metadata.name", app.Name, "application")

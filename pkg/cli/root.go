@@ -62,6 +62,8 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 
 	root.AddCommand(newVersionCommand(opts))
 	root.AddCommand(newLocalCommand(opts))
+	root.AddCommand(newDryRunCommand(opts))
+	root.AddCommand(newDefCommand(opts))
 	return root
 }
 

@@ -1,0 +1,613 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"cuelang.org/go/cue"
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/cuex"
+	"github.com/oamflow/oamflow/pkg/definition"
+)
+
+// definitionClient builds a client that knows the core.oam.dev types.
+func (o *GlobalOptions) definitionClient() (client.Client, error) {
+	cfg, err := o.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := v1beta1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	return c, nil
+}
+
+// defNamespace is -n, else oamflow-system (where definitions visible to
+// every namespace live).
+func (o *GlobalOptions) defNamespace() string {
+	if o.Namespace != "" {
+		return o.Namespace
+	}
+	return appfile.SystemNamespace
+}
+
+func newDefCommand(g *GlobalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "def",
+		Short: "Author, check, convert and install definitions",
+		Long: `Work with OAM definitions in the KubeVela .cue definition format (a header block
+"<name>": {type: "component"|"trait"|"policy"|"workflow-step", ...} followed by
+template: {...}) or as ComponentDefinition/TraitDefinition/PolicyDefinition/
+WorkflowStepDefinition YAML.
+
+vet, render and init work offline; apply, list and get need a cluster.`,
+	}
+	cmd.AddCommand(newDefVetCommand(g), newDefRenderCommand(g), newDefInitCommand(g),
+		newDefApplyCommand(g), newDefListCommand(g), newDefGetCommand(g))
+	return cmd
+}
+
+// readDefinitionFiles reads definition objects from .cue and YAML files,
+// keeping where each came from for positions in errors.
+func readDefinitionFiles(paths []string) ([]*appfile.Definition, error) {
+	var out []*appfile.Definition
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, &UserError{Err: fmt.Errorf("reading %s: %w", p, err)}
+		}
+		if strings.EqualFold(filepath.Ext(p), ".cue") {
+			f, err := definition.ParseCUE(p, data)
+			if err != nil {
+				return nil, &UserError{Err: err}
+			}
+			obj, err := f.Object("")
+			if err != nil {
+				return nil, &UserError{Err: fmt.Errorf("%s: %w", p, err)}
+			}
+			out = append(out, &appfile.Definition{Kind: f.Kind, Name: f.Name, Origin: p, Object: obj,
+				File: p, LineOffset: f.TemplateLineOffset, ImportLines: f.TemplateImportLines})
+			continue
+		}
+		objs, err := definition.DecodeYAML(p, data)
+		if err != nil {
+			return nil, &UserError{Err: err}
+		}
+		for _, obj := range objs {
+			out = append(out, &appfile.Definition{Kind: definition.KindOf(obj), Name: obj.GetName(), Origin: p, Object: obj})
+		}
+	}
+	return out, nil
+}
+
+func newDefVetCommand(_ *GlobalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "vet FILE...",
+		Short: "Check that definition files load and their CUE compiles and evaluates",
+		Long: `Check definition files (.cue or YAML): the header, the template (compiled and
+evaluated with an empty parameter: only errors that no property could fix are
+reported), the required top-level fields of its kind, and the health policy,
+custom status and details CUE. Workflow-step templates may import provider
+packages (vela/kube, vela/op, …); those are not checked beyond parameter.
+Prints one line per definition; exits 1 if any is invalid.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			defs, err := readDefinitionFiles(args)
+			if err != nil {
+				return err
+			}
+			engine := cuex.NewEngine()
+			bad := 0
+			for _, d := range defs {
+				if problems := vetDefinition(cmd.Context(), engine, d); len(problems) > 0 {
+					bad++
+					fmt.Fprintf(cmd.OutOrStdout(), "✗ %s: %s %q\n", d.Origin, d.Kind, d.Name)
+					for _, p := range problems {
+						for _, line := range strings.Split(p, "\n") {
+							fmt.Fprintf(cmd.OutOrStdout(), "    %s\n", line)
+						}
+					}
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "✓ %s: %s %q\n", d.Origin, d.Kind, d.Name)
+			}
+			if bad > 0 {
+				return userErrorf("%d of %d definitions are invalid", bad, len(defs))
+			}
+			return nil
+		},
+	}
+}
+
+// vetDefinition returns the problems of one definition.
+func vetDefinition(ctx context.Context, engine *cuex.Engine, d *appfile.Definition) []string {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var problems []string
+	text := d.Template()
+	if strings.TrimSpace(text) == "" {
+		return []string{"no CUE template (spec.schematic.cue.template)"}
+	}
+	t, err := engine.Compile(d.CUESource(), text)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	need := map[appfile.DefinitionKind][]string{
+		appfile.KindComponent: {"output", "outputs"},
+		appfile.KindTrait:     {"patch", "outputs", "patchOutputs", "parameter"},
+	}
+	if fields := need[d.Kind]; len(fields) > 0 {
+		found := false
+		for _, f := range fields {
+			if t.HasField(f) {
+				found = true
+			}
+		}
+		if !found {
+			problems = append(problems, fmt.Sprintf("a %s template defines at least one of %s", d.Kind, strings.Join(fields, ", ")))
+		}
+	}
+	if d.Kind != appfile.KindWorkflowStep {
+		sample := map[string]any{
+			"name": "sample", "namespace": "default", "appName": "sample-app", "appRevision": "sample-app-v1",
+			"appRevisionNum": int64(1), "revision": "sample-v1", "components": []any{}, "appLabels": map[string]any{},
+			"appAnnotations": map[string]any{}, "cluster": "", "workflowName": "sample-app", "publishVersion": "",
+			"clusterVersion": map[string]any{"major": int64(1), "minor": int64(31), "gitVersion": "v1.31.0", "platform": "linux/amd64"},
+		}
+		err := engine.Eval(ctx, t, map[string]any{"context": sample}, func(v cue.Value) error {
+			return v.Validate()
+		})
+		if err != nil {
+			problems = append(problems, cuex.Translate(d.CUESource(), err, "").Error())
+		}
+	}
+	if st := d.Status(); st != nil {
+		for _, part := range []struct{ kind, text string }{
+			{"health policy", st.HealthPolicy}, {"custom status", st.CustomStatus}, {"status details", st.Details},
+		} {
+			if strings.TrimSpace(part.text) == "" {
+				continue
+			}
+			if _, err := engine.Compile(cuex.Source{Kind: part.kind, Name: d.Name}, part.text); err != nil {
+				problems = append(problems, err.Error())
+			}
+		}
+	}
+	return problems
+}
+
+func newDefRenderCommand(_ *GlobalOptions) *cobra.Command {
+	var output, outFile string
+	cmd := &cobra.Command{
+		Use:   "render FILE...",
+		Short: "Convert .cue definition files to CRD YAML (or YAML to .cue with -o cue)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			defs, err := readDefinitionFiles(args)
+			if err != nil {
+				return err
+			}
+			var b []byte
+			switch output {
+			case "yaml":
+				objs := make([]client.Object, len(defs))
+				for i, d := range defs {
+					objs[i] = d.Object
+				}
+				b, err = definition.EncodeYAML(objs...)
+				if err != nil {
+					return err
+				}
+			case "cue":
+				for i, d := range defs {
+					f, err := definition.FromObject(d.Object)
+					if err != nil {
+						return &UserError{Err: err}
+					}
+					cb, err := f.FormatCUE()
+					if err != nil {
+						return &UserError{Err: err}
+					}
+					if i > 0 {
+						b = append(b, []byte("\n// ---\n")...)
+					}
+					b = append(b, cb...)
+				}
+			default:
+				return userErrorf("--output must be yaml or cue, not %q", output)
+			}
+			if outFile != "" {
+				return os.WriteFile(outFile, b, 0o644)
+			}
+			_, err = cmd.OutOrStdout().Write(b)
+			return err
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml (CRD objects) or cue (definition file format)")
+	cmd.Flags().StringVar(&outFile, "to", "", "write to this file instead of stdout")
+	return cmd
+}
+
+// scaffolds are the templates `def init` starts from.
+var scaffolds = map[appfile.DefinitionKind]struct{ attributes, template string }{
+	appfile.KindComponent: {
+		attributes: `	attributes: {
+		workload: definition: {
+			apiVersion: "apps/v1"
+			kind:       "Deployment"
+		}
+		status: healthPolicy: #"""
+			isHealth: (*context.output.status.readyReplicas | 0) == (*context.output.spec.replicas | 1)
+			"""#
+	}`,
+		template: `	output: {
+		apiVersion: "apps/v1"
+		kind:       "Deployment"
+		spec: {
+			selector: matchLabels: "app.oam.dev/component": context.name
+			template: {
+				metadata: labels: "app.oam.dev/component": context.name
+				spec: containers: [{
+					name:  context.name
+					image: parameter.image
+				}]
+			}
+		}
+	}
+	parameter: {
+		// +usage=Container image
+		image: string
+	}`,
+	},
+	appfile.KindTrait: {
+		attributes: `	attributes: {
+		appliesToWorkloads: ["deployments.apps"]
+		podDisruptive: false
+	}`,
+		template: `	patch: spec: template: metadata: annotations: parameter.annotations
+	parameter: {
+		// +usage=Annotations to add to the pods
+		annotations: [string]: string
+	}`,
+	},
+	appfile.KindPolicy: {
+		attributes: `	attributes: {}`,
+		template: `	parameter: {
+		// +usage=What this policy needs
+		enabled: *true | bool
+	}`,
+	},
+	appfile.KindWorkflowStep: {
+		attributes: `	attributes: {}`,
+		template: `	apply: kube.#Apply & {
+		$params: value: parameter.object
+	}
+	parameter: {
+		// +usage=The object to apply
+		object: {...}
+	}`,
+	},
+}
+
+func newDefInitCommand(_ *GlobalOptions) *cobra.Command {
+	var kind, desc, outFile string
+	cmd := &cobra.Command{
+		Use:   "init NAME --type component|trait|policy|workflow-step",
+		Short: "Write a starting .cue definition file",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			k := appfile.DefinitionKind(kind)
+			sc, ok := scaffolds[k]
+			if !ok {
+				return userErrorf("--type must be component, trait, policy or workflow-step, not %q", kind)
+			}
+			var b strings.Builder
+			if k == appfile.KindWorkflowStep {
+				b.WriteString("import \"vela/kube\"\n\n")
+			}
+			fmt.Fprintf(&b, "%q: {\n\ttype: %q\n\tannotations: {}\n\tlabels: {}\n\tdescription: %q\n%s\n}\n\ntemplate: {\n%s\n}\n",
+				name, kind, desc, sc.attributes, sc.template)
+			src := []byte(b.String())
+			if _, err := definition.ParseCUE(name+".cue", src); err != nil {
+				return fmt.Errorf("scaffold does not parse: %w", err)
+			}
+			if outFile != "" {
+				if _, err := os.Stat(outFile); err == nil {
+					return userErrorf("%s exists; not overwriting it", outFile)
+				}
+				return os.WriteFile(outFile, src, 0o644)
+			}
+			_, err := cmd.OutOrStdout().Write(src)
+			return err
+		},
+	}
+	cmd.Flags().StringVarP(&kind, "type", "t", "", "definition kind: component, trait, policy or workflow-step (required)")
+	cmd.Flags().StringVar(&desc, "desc", "", "description")
+	cmd.Flags().StringVarP(&outFile, "output", "o", "", "write to this file instead of stdout")
+	_ = cmd.MarkFlagRequired("type")
+	return cmd
+}
+
+func newDefApplyCommand(g *GlobalOptions) *cobra.Command {
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "apply FILE...",
+		Short: "Install definitions from .cue or YAML files into the cluster",
+		Long: `Create or update the definitions of the files in -n NAMESPACE (default
+oamflow-system, where definitions are visible to every namespace). Every file
+is vetted first; nothing is applied if one is invalid.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			defs, err := readDefinitionFiles(args)
+			if err != nil {
+				return err
+			}
+			engine := cuex.NewEngine()
+			for _, d := range defs {
+				if problems := vetDefinition(cmd.Context(), engine, d); len(problems) > 0 {
+					return userErrorf("%s: %s %q is invalid:\n  %s", d.Origin, d.Kind, d.Name, strings.Join(problems, "\n  "))
+				}
+			}
+			if dryRun {
+				for _, d := range defs {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s/%s would be applied in %s\n", d.Kind.CRDKind(), d.Name, g.defNamespace())
+				}
+				return nil
+			}
+			c, err := g.definitionClient()
+			if err != nil {
+				return err
+			}
+			ns := g.defNamespace()
+			for _, d := range defs {
+				verb, err := applyDefinition(cmd.Context(), c, d.Object, ns)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s/%s %s in %s\n", d.Kind.CRDKind(), d.Name, verb, ns)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "vet and print what would be applied")
+	return cmd
+}
+
+// applyDefinition creates obj in ns or updates the existing one's spec,
+// labels and annotations; it returns "created", "updated" or "unchanged".
+func applyDefinition(ctx context.Context, c client.Client, obj client.Object, ns string) (string, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	obj = obj.DeepCopyObject().(client.Object)
+	obj.SetNamespace(ns)
+	existing, err := definition.NewObject(definition.KindOf(obj))
+	if err != nil {
+		return "", err
+	}
+	key := types.NamespacedName{Namespace: ns, Name: obj.GetName()}
+	if err := c.Get(ctx, key, existing); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("reading %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, key, err)
+		}
+		if err := c.Create(ctx, obj); err != nil {
+			return "", fmt.Errorf("creating %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, key, err)
+		}
+		return "created", nil
+	}
+	before, _ := definition.EncodeYAML(stripMeta(existing))
+	obj.SetResourceVersion(existing.GetResourceVersion())
+	obj.SetUID(existing.GetUID())
+	after, _ := definition.EncodeYAML(stripMeta(obj))
+	if string(before) == string(after) {
+		return "unchanged", nil
+	}
+	if err := c.Update(ctx, obj); err != nil {
+		return "", fmt.Errorf("updating %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, key, err)
+	}
+	return "updated", nil
+}
+
+// stripMeta keeps what apply compares: name, labels, annotations, spec.
+func stripMeta(obj client.Object) client.Object {
+	cp := obj.DeepCopyObject().(client.Object)
+	cp.SetResourceVersion("")
+	cp.SetUID("")
+	cp.SetGeneration(0)
+	cp.SetManagedFields(nil)
+	cp.SetCreationTimestamp(metav1.Time{})
+	return cp
+}
+
+func newDefListCommand(g *GlobalOptions) *cobra.Command {
+	var kind string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the definitions installed in the cluster",
+		Long: `List definitions in -n NAMESPACE (default: oamflow-system and vela-system, the
+namespaces visible to every app), or in every namespace with -A.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			kinds := definition.Kinds
+			if kind != "" {
+				k := appfile.DefinitionKind(kind)
+				if !k.Valid() {
+					return userErrorf("--type must be component, trait, policy or workflow-step, not %q", kind)
+				}
+				kinds = []appfile.DefinitionKind{k}
+			}
+			c, err := g.definitionClient()
+			if err != nil {
+				return err
+			}
+			var nss []string
+			switch {
+			case all:
+				nss = []string{""}
+			case g.Namespace != "":
+				nss = []string{g.Namespace}
+			default:
+				nss = []string{appfile.SystemNamespace, appfile.VelaSystemNamespace}
+			}
+			rows, err := listDefinitions(cmd.Context(), c, kinds, nss)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tTYPE\tNAMESPACE\tDESCRIPTION")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.GetName(), definition.KindOf(r), r.GetNamespace(), r.GetAnnotations()[definition.AnnoDescription])
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVarP(&kind, "type", "t", "", "only this kind: component, trait, policy or workflow-step")
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list in every namespace")
+	return cmd
+}
+
+func listDefinitions(ctx context.Context, c client.Client, kinds []appfile.DefinitionKind, nss []string) ([]client.Object, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var out []client.Object
+	for _, k := range kinds {
+		for _, ns := range nss {
+			var list client.ObjectList
+			switch k {
+			case appfile.KindComponent:
+				list = &v1beta1.ComponentDefinitionList{}
+			case appfile.KindTrait:
+				list = &v1beta1.TraitDefinitionList{}
+			case appfile.KindPolicy:
+				list = &v1beta1.PolicyDefinitionList{}
+			case appfile.KindWorkflowStep:
+				list = &v1beta1.WorkflowStepDefinitionList{}
+			}
+			if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+				return nil, fmt.Errorf("listing %ss: %w", k.CRDKind(), err)
+			}
+			switch l := list.(type) {
+			case *v1beta1.ComponentDefinitionList:
+				for i := range l.Items {
+					out = append(out, &l.Items[i])
+				}
+			case *v1beta1.TraitDefinitionList:
+				for i := range l.Items {
+					out = append(out, &l.Items[i])
+				}
+			case *v1beta1.PolicyDefinitionList:
+				for i := range l.Items {
+					out = append(out, &l.Items[i])
+				}
+			case *v1beta1.WorkflowStepDefinitionList:
+				for i := range l.Items {
+					out = append(out, &l.Items[i])
+				}
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		ki, kj := definition.KindOf(out[i]), definition.KindOf(out[j])
+		if ki != kj {
+			return ki < kj
+		}
+		if out[i].GetName() != out[j].GetName() {
+			return out[i].GetName() < out[j].GetName()
+		}
+		return out[i].GetNamespace() < out[j].GetNamespace()
+	})
+	return out, nil
+}
+
+func newDefGetCommand(g *GlobalOptions) *cobra.Command {
+	var kind, output string
+	cmd := &cobra.Command{
+		Use:   "get NAME",
+		Short: "Print an installed definition as a .cue file (or YAML with -o yaml)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "cue" && output != "yaml" {
+				return userErrorf("--output must be cue or yaml, not %q", output)
+			}
+			kinds := definition.Kinds
+			if kind != "" {
+				k := appfile.DefinitionKind(kind)
+				if !k.Valid() {
+					return userErrorf("--type must be component, trait, policy or workflow-step, not %q", kind)
+				}
+				kinds = []appfile.DefinitionKind{k}
+			}
+			c, err := g.definitionClient()
+			if err != nil {
+				return err
+			}
+			src := appfile.NewClusterSource(c, g.Namespace, "")
+			var found []*appfile.Definition
+			for _, k := range kinds {
+				d, err := src.Get(cmd.Context(), k, args[0])
+				if errors.Is(err, appfile.ErrDefinitionNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				found = append(found, d)
+			}
+			switch {
+			case len(found) == 0:
+				return userErrorf("no definition named %q", args[0])
+			case len(found) > 1:
+				return userErrorf("%d definitions are named %q; pick one with --type", len(found), args[0])
+			}
+			return printDefinition(cmd.OutOrStdout(), found[0], output)
+		},
+	}
+	cmd.Flags().StringVarP(&kind, "type", "t", "", "kind: component, trait, policy or workflow-step")
+	cmd.Flags().StringVarP(&output, "output", "o", "cue", "output format: cue or yaml")
+	return cmd
+}
+
+func printDefinition(out io.Writer, d *appfile.Definition, format string) error {
+	if format == "yaml" {
+		b, err := definition.EncodeYAML(stripMeta(d.Object))
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(b)
+		return err
+	}
+	f, err := definition.FromObject(d.Object)
+	if err != nil {
+		return err
+	}
+	b, err := f.FormatCUE()
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(b)
+	return err
+}

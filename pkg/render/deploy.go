@@ -1,0 +1,410 @@
+package render
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/pkg/appfile"
+)
+
+// Placement is a cluster and namespace a deploy step renders for.
+type Placement struct {
+	// Cluster is the cluster name ("" or "local" for the hub).
+	Cluster string
+	// Namespace overrides the app's namespace ("" keeps it).
+	Namespace string
+}
+
+// ClusterResolver finds the clusters whose labels match a topology's
+// clusterLabelSelector.
+type ClusterResolver interface {
+	SelectClusters(ctx context.Context, selector map[string]string) ([]string, error)
+}
+
+// StaticClusters resolves label selectors against a fixed set of clusters
+// (name → labels); offline tools build it from flags.
+type StaticClusters map[string]map[string]string
+
+// SelectClusters returns the names of the clusters carrying every label of
+// selector, sorted.
+func (s StaticClusters) SelectClusters(_ context.Context, selector map[string]string) ([]string, error) {
+	var out []string
+	for name, labels := range s {
+		ok := true
+		for k, v := range selector {
+			if labels[k] != v {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Target is one placement of a plan with the AppFile to render there:
+// override policies applied and only the selected components kept.
+type Target struct {
+	Placement
+	AppFile *appfile.AppFile
+	// Placeholder says Cluster stands for an unresolved clusterLabelSelector.
+	Placeholder bool
+}
+
+// Plan is where one workflow step puts which components.
+type Plan struct {
+	// Step is the workflow step name ("" for the render-everything plan of
+	// a workflow without deploy or apply-component steps).
+	Step string
+	// StepType is "deploy" or "apply-component" ("" as above).
+	StepType string
+	Targets  []Target
+	// Warnings say what could not be worked out (unresolved selectors,
+	// override entries matching nothing).
+	Warnings []string
+}
+
+// PlanWorkflow works out, for each deploy and apply-component step of af's
+// workflow (sub-steps of step groups included, in order), where each
+// component goes. A workflow without such steps yields one plan rendering
+// every component on the hub. resolver may be nil: a topology's
+// clusterLabelSelector then yields a placeholder cluster named after the
+// selector, with a warning.
+func PlanWorkflow(ctx context.Context, af *appfile.AppFile, resolver ClusterResolver) ([]Plan, error) {
+	var plans []Plan
+	var steps []*appfile.WorkflowStep
+	if af.Workflow != nil {
+		for _, s := range af.Workflow.Steps {
+			steps = append(steps, s)
+			steps = append(steps, s.SubSteps...)
+		}
+	}
+	for _, s := range steps {
+		switch s.Type {
+		case appfile.StepTypeDeploy:
+			var names []string
+			if list, ok := s.Properties["policies"].([]any); ok {
+				for _, n := range list {
+					if str, ok := n.(string); ok {
+						names = append(names, str)
+					}
+				}
+			}
+			p, err := PlanDeploy(ctx, af, names, resolver)
+			if err != nil {
+				return nil, fmt.Errorf("workflow step %q: %w", s.Name, err)
+			}
+			p.Step, p.StepType = s.Name, s.Type
+			plans = append(plans, *p)
+		case appfile.StepTypeApplyComponent:
+			comp, _ := s.Properties["component"].(string)
+			if af.Component(comp) == nil {
+				return nil, fmt.Errorf("workflow step %q: apply-component names unknown component %q", s.Name, comp)
+			}
+			cluster, _ := s.Properties["cluster"].(string)
+			ns, _ := s.Properties["namespace"].(string)
+			plans = append(plans, Plan{Step: s.Name, StepType: s.Type, Targets: []Target{{
+				Placement: Placement{Cluster: cluster, Namespace: ns},
+				AppFile:   only(af, []string{comp}),
+			}}})
+		}
+	}
+	if len(plans) == 0 {
+		plans = append(plans, Plan{Targets: []Target{{AppFile: af}}})
+	}
+	return plans, nil
+}
+
+// only returns a shallow copy of af keeping the named components.
+func only(af *appfile.AppFile, names []string) *appfile.AppFile {
+	keep := map[string]bool{}
+	for _, n := range names {
+		keep[n] = true
+	}
+	cp := *af
+	cp.Components = nil
+	for _, c := range af.Components {
+		if keep[c.Name] {
+			cp.Components = append(cp.Components, c)
+		}
+	}
+	return &cp
+}
+
+// PlanDeploy works out the targets of a deploy step using the named
+// policies: topology policies give the placements (their union; none means
+// the hub and the app's namespace), override policies change component
+// properties and traits (in order) and may select components. The
+// overridden application is parsed again, so overridden properties are
+// validated like the originals.
+func PlanDeploy(ctx context.Context, af *appfile.AppFile, policyNames []string, resolver ClusterResolver) (*Plan, error) {
+	plan := &Plan{}
+	var topologies, overrides []*appfile.Policy
+	for _, n := range policyNames {
+		p := af.Policy(n)
+		if p == nil {
+			return nil, fmt.Errorf("deploy uses unknown policy %q", n)
+		}
+		switch p.Type {
+		case appfile.PolicyTopology:
+			topologies = append(topologies, p)
+		case appfile.PolicyOverride:
+			overrides = append(overrides, p)
+		default:
+			return nil, fmt.Errorf("deploy uses policy %q of type %q; only topology and override policies place components", n, p.Type)
+		}
+	}
+	target := af
+	if len(overrides) > 0 {
+		var err error
+		target, err = applyOverrides(ctx, af, overrides, plan)
+		if err != nil {
+			return nil, err
+		}
+	}
+	placements, placeholders, err := placements(ctx, topologies, resolver, plan)
+	if err != nil {
+		return nil, err
+	}
+	for _, pl := range placements {
+		plan.Targets = append(plan.Targets, Target{Placement: pl, AppFile: target, Placeholder: placeholders[pl.Cluster]})
+	}
+	return plan, nil
+}
+
+// placements computes the union of the topologies' placements.
+func placements(ctx context.Context, topologies []*appfile.Policy, resolver ClusterResolver, plan *Plan) ([]Placement, map[string]bool, error) {
+	placeholders := map[string]bool{}
+	if len(topologies) == 0 {
+		return []Placement{{}}, placeholders, nil
+	}
+	seen := map[Placement]bool{}
+	var out []Placement
+	add := func(p Placement) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, t := range topologies {
+		ns, _ := t.Properties["namespace"].(string)
+		allowEmpty, _ := t.Properties["allowEmpty"].(bool)
+		var clusters []string
+		if list, ok := t.Properties["clusters"].([]any); ok {
+			for _, c := range list {
+				if s, ok := c.(string); ok {
+					clusters = append(clusters, s)
+				}
+			}
+		}
+		selector := map[string]string{}
+		for _, key := range []string{"clusterLabelSelector", "clusterSelector"} {
+			if m, ok := t.Properties[key].(map[string]any); ok {
+				for k, v := range m {
+					selector[k] = fmt.Sprint(v)
+				}
+			}
+		}
+		_, hasSelector := t.Properties["clusterLabelSelector"]
+		if _, ok := t.Properties["clusterSelector"]; ok {
+			hasSelector = true
+		}
+		if hasSelector {
+			if resolver == nil {
+				name := "<clusters labelled " + selectorString(selector) + ">"
+				placeholders[name] = true
+				plan.Warnings = append(plan.Warnings, fmt.Sprintf("policy %q: clusterLabelSelector {%s} cannot be resolved offline; rendering once for a placeholder cluster (give --cluster-labels NAME=KEY=VALUE,… to name clusters)", t.Name, selectorString(selector)))
+				clusters = append(clusters, name)
+			} else {
+				names, err := resolver.SelectClusters(ctx, selector)
+				if err != nil {
+					return nil, nil, fmt.Errorf("policy %q: selecting clusters {%s}: %w", t.Name, selectorString(selector), err)
+				}
+				clusters = append(clusters, names...)
+			}
+		}
+		if _, hasClusters := t.Properties["clusters"]; !hasClusters && !hasSelector {
+			// A topology naming neither clusters nor a selector (only a
+			// namespace, say) deploys to the hub.
+			clusters = []string{"local"}
+		}
+		if len(clusters) == 0 {
+			if allowEmpty {
+				plan.Warnings = append(plan.Warnings, fmt.Sprintf("policy %q selects no cluster (allowEmpty: nothing is deployed)", t.Name))
+				continue
+			}
+			return nil, nil, fmt.Errorf("policy %q selects no cluster (set allowEmpty: true to allow that)", t.Name)
+		}
+		for _, c := range clusters {
+			add(Placement{Cluster: c, Namespace: ns})
+		}
+	}
+	return out, placeholders, nil
+}
+
+func selectorString(sel map[string]string) string {
+	keys := make([]string, 0, len(sel))
+	for k := range sel {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + sel[k]
+	}
+	return strings.Join(parts, ",")
+}
+
+// applyOverrides applies override policies to a copy of the Application and
+// parses it again.
+func applyOverrides(ctx context.Context, af *appfile.AppFile, overrides []*appfile.Policy, plan *Plan) (*appfile.AppFile, error) {
+	app := af.App.DeepCopy()
+	var selected map[string]bool
+	for _, o := range overrides {
+		if list, ok := o.Properties["selector"].([]any); ok {
+			if selected == nil {
+				selected = map[string]bool{}
+			}
+			for _, n := range list {
+				if s, ok := n.(string); ok {
+					selected[s] = true
+				}
+			}
+		}
+		entries, _ := o.Properties["components"].([]any)
+		for i, e := range entries {
+			entry, ok := e.(map[string]any)
+			if !ok {
+				continue
+			}
+			n, err := overrideComponents(app.Spec.Components, entry)
+			if err != nil {
+				return nil, fmt.Errorf("policy %q components[%d]: %w", o.Name, i, err)
+			}
+			if n == 0 {
+				plan.Warnings = append(plan.Warnings, fmt.Sprintf("policy %q components[%d] matches no component", o.Name, i))
+			}
+		}
+	}
+	if selected != nil {
+		kept := app.Spec.Components[:0]
+		for _, c := range app.Spec.Components {
+			if selected[c.Name] {
+				kept = append(kept, c)
+			}
+		}
+		app.Spec.Components = kept
+		// dependsOn on unselected components is not this deploy's concern.
+		for i := range app.Spec.Components {
+			var deps []string
+			for _, d := range app.Spec.Components[i].DependsOn {
+				if selected[d] {
+					deps = append(deps, d)
+				}
+			}
+			app.Spec.Components[i].DependsOn = deps
+		}
+	}
+	// Keep the workflow out of the re-parse: it is the original's.
+	app.Spec.Workflow = nil
+	pctx := appfile.WithEngine(ctx, af.Engine)
+	out, err := appfile.Parse(pctx, app, af.Source)
+	if err != nil {
+		return nil, fmt.Errorf("with override policies applied: %w", err)
+	}
+	out.Workflow = af.Workflow
+	return out, nil
+}
+
+// overrideComponents applies one override entry {name, type, properties,
+// traits} to every matching component and returns how many matched. An
+// empty name (or "*") matches all components; type, when set, restricts
+// the match to components of that type.
+func overrideComponents(comps []common.ApplicationComponent, entry map[string]any) (int, error) {
+	name, _ := entry["name"].(string)
+	typ, _ := entry["type"].(string)
+	n := 0
+	for i := range comps {
+		c := &comps[i]
+		if name != "" && name != "*" && name != c.Name {
+			continue
+		}
+		if typ != "" && typ != c.Type {
+			continue
+		}
+		n++
+		if props, ok := entry["properties"].(map[string]any); ok {
+			merged, err := mergeRaw(c.Properties, props)
+			if err != nil {
+				return n, fmt.Errorf("component %q properties: %w", c.Name, err)
+			}
+			c.Properties = merged
+		}
+		traits, _ := entry["traits"].([]any)
+		for _, t := range traits {
+			tm, ok := t.(map[string]any)
+			if !ok {
+				continue
+			}
+			ttype, _ := tm["type"].(string)
+			disable, _ := tm["disable"].(bool)
+			idx := -1
+			for j := range c.Traits {
+				if c.Traits[j].Type == ttype {
+					idx = j
+					break
+				}
+			}
+			props, _ := tm["properties"].(map[string]any)
+			switch {
+			case disable && idx >= 0:
+				c.Traits = append(c.Traits[:idx], c.Traits[idx+1:]...)
+			case disable:
+			case idx >= 0:
+				merged, err := mergeRaw(c.Traits[idx].Properties, props)
+				if err != nil {
+					return n, fmt.Errorf("component %q trait %q properties: %w", c.Name, ttype, err)
+				}
+				c.Traits[idx].Properties = merged
+			default:
+				raw, err := json.Marshal(orEmpty(props))
+				if err != nil {
+					return n, err
+				}
+				c.Traits = append(c.Traits, common.ApplicationTrait{Type: ttype, Properties: &runtime.RawExtension{Raw: raw}})
+			}
+		}
+	}
+	return n, nil
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// mergeRaw deep-merges patch into the properties in raw: objects merge key
+// by key, null deletes a key, anything else replaces.
+func mergeRaw(raw *runtime.RawExtension, patch map[string]any) (*runtime.RawExtension, error) {
+	base, err := appfile.DecodeProperties(raw)
+	if err != nil {
+		return nil, err
+	}
+	merged := mergePatch(base, deepCopyValue(patch))
+	b, err := json.Marshal(merged)
+	if err != nil {
+		return nil, err
+	}
+	return &runtime.RawExtension{Raw: b}, nil
+}
