@@ -3,6 +3,7 @@ package definitions_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
@@ -29,7 +31,9 @@ const (
 )
 
 // skipped names golden cases that cannot render yet, with the reason.
-var skipped = map[string]string{}
+var skipped = map[string]string{
+	"combinations/k8s-objects-with-traits": "appfile.Parse rejects traits whose appliesToWorkloads lists autodetects.core.oam.dev on a k8s-objects component (its workload type is autodetects.core.oam.dev, which WorkloadNames leaves out)",
+}
 
 // source is the built-in definitions (definitions.FS) plus the user-written
 // KubeVela-format definitions of testdata/user, which must load unchanged.
@@ -151,4 +155,80 @@ func TestEveryBuiltinHasGolden(t *testing.T) {
 			assert.NotEmpty(t, cases, "built-in %s %q has no golden case under %s/%s", kind, name, goldenDir, name)
 		}
 	}
+}
+
+// openParameters are built-ins whose parameter is a map by design (label
+// and annotation names, or an arbitrary merge patch).
+var openParameters = map[string]bool{"labels": true, "annotations": true, "json-merge-patch": true}
+
+// TestUnknownPropertiesRejected takes the first golden case of every
+// built-in, adds a property the definition does not know, and expects
+// appfile.Parse to reject it with the property's path: the built-ins close
+// their top-level parameters so that typos do not pass silently.
+func TestUnknownPropertiesRejected(t *testing.T) {
+	src := source(t)
+	for _, kind := range []string{"components", "traits", "policies"} {
+		files, err := filepath.Glob(filepath.Join(kind, "*.cue"))
+		require.NoError(t, err)
+		for _, f := range files {
+			name := strings.TrimSuffix(filepath.Base(f), ".cue")
+			if openParameters[name] {
+				continue
+			}
+			t.Run(kind+"/"+name, func(t *testing.T) {
+				inputs, err := filepath.Glob(filepath.Join(goldenDir, name, "*.yaml"))
+				require.NoError(t, err)
+				var input string
+				for _, in := range inputs {
+					if !strings.HasSuffix(in, goldenExt) {
+						input = in
+						break
+					}
+				}
+				require.NotEmpty(t, input, "no golden input for %s", name)
+				app := loadApp(t, input)
+				path := addUnknownProperty(t, app, kind, name)
+				_, err = appfile.Parse(context.Background(), app, src)
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), path+": unknown property")
+			})
+		}
+	}
+}
+
+// addUnknownProperty adds `zzUnknown: 1` to the properties of the first
+// component, trait or policy of the given type and returns its field path.
+func addUnknownProperty(t *testing.T, app *v1beta1.Application, kind, name string) string {
+	t.Helper()
+	add := func(raw **runtime.RawExtension) {
+		props := map[string]any{}
+		if *raw != nil && len((*raw).Raw) > 0 {
+			require.NoError(t, json.Unmarshal((*raw).Raw, &props))
+		}
+		props["zzUnknown"] = 1
+		b, err := json.Marshal(props)
+		require.NoError(t, err)
+		*raw = &runtime.RawExtension{Raw: b}
+	}
+	for i := range app.Spec.Components {
+		c := &app.Spec.Components[i]
+		if kind == "components" && c.Type == name {
+			add(&c.Properties)
+			return fmt.Sprintf("spec.components[%d].properties.zzUnknown", i)
+		}
+		for j := range c.Traits {
+			if kind == "traits" && c.Traits[j].Type == name {
+				add(&c.Traits[j].Properties)
+				return fmt.Sprintf("spec.components[%d].traits[%d].properties.zzUnknown", i, j)
+			}
+		}
+	}
+	for i := range app.Spec.Policies {
+		if kind == "policies" && app.Spec.Policies[i].Type == name {
+			add(&app.Spec.Policies[i].Properties)
+			return fmt.Sprintf("spec.policies[%d].properties.zzUnknown", i)
+		}
+	}
+	t.Fatalf("no %s of type %q in the application", kind, name)
+	return ""
 }
