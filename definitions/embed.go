@@ -12,7 +12,8 @@
 // expose, gateway, hpa, json-patch, …) and policies/ (topology, override,
 // garbage-collect, apply-once, shared-resource, read-only, take-over,
 // resource-update; schemas only). Every direct sub-folder's *.cue files are
-// embedded, so a workflowsteps/ folder is picked up when it is added.
+// embedded, so a workflowsteps/ folder is picked up when it is added; test
+// definitions therefore live one level deeper (testdata/user/*.cue).
 //
 // Conventions shared by the built-ins:
 //   - Top-level parameters are closed: an unknown property is an error naming it.
