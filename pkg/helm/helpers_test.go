@@ -9,6 +9,8 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -84,7 +86,8 @@ type repoServer struct {
 	mu       sync.Mutex
 	charts   map[string][]byte // file name → archive
 	metas    map[string]*chart.Metadata
-	requests map[string]int // path → count
+	digests  map[string]string // file name → hex sha256 listed in index.yaml
+	requests map[string]int    // path → count
 
 	// auth, when set, must accept a request or it gets 401.
 	auth func(*http.Request) bool
@@ -119,7 +122,7 @@ func withClientCA(ca *x509.Certificate) repoOption {
 
 func newRepoServer(t testing.TB, opts ...repoOption) *repoServer {
 	t.Helper()
-	r := &repoServer{charts: map[string][]byte{}, metas: map[string]*chart.Metadata{}, requests: map[string]int{}}
+	r := &repoServer{charts: map[string][]byte{}, metas: map[string]*chart.Metadata{}, digests: map[string]string{}, requests: map[string]int{}}
 	s := httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
 	for _, o := range opts {
 		o(r, s)
@@ -142,6 +145,7 @@ func (r *repoServer) add(t testing.TB, data []byte) string {
 	defer r.mu.Unlock()
 	r.charts[file] = data
 	r.metas[file] = md
+	r.digests[file] = sha256Digest(data)[len("sha256:"):]
 	return file
 }
 
@@ -163,7 +167,7 @@ func (r *repoServer) serve(w http.ResponseWriter, req *http.Request) {
 	case req.URL.Path == "/index.yaml":
 		idx := repo.NewIndexFile()
 		for file, md := range r.metas {
-			if err := idx.MustAdd(md, "charts/"+file, "", sha256Digest(r.charts[file])[len("sha256:"):]); err != nil {
+			if err := idx.MustAdd(md, "charts/"+file, "", r.digests[file]); err != nil {
 				http.Error(w, err.Error(), 500)
 				return
 			}
@@ -246,3 +250,6 @@ func spec(t testing.TB, props map[string]any, name, namespace string) *Spec {
 	require.NoError(t, err)
 	return s
 }
+
+// nopLogger discards the test registry's request log.
+func nopLogger() *log.Logger { return log.New(io.Discard, "", 0) }

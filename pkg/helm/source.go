@@ -294,7 +294,7 @@ func (f *Fetcher) fetchOCI(ctx context.Context, source, version string, creds *c
 		return perr
 	})
 	if err != nil {
-		if strings.Contains(err.Error(), "not found") {
+		if looksNotFound(err) {
 			return nil, fmt.Errorf("pull oci://%s: %w", full, ErrChartNotFound)
 		}
 		return nil, fmt.Errorf("pull oci://%s: %w", full, err)
@@ -308,6 +308,18 @@ func (f *Fetcher) fetchOCI(ctx context.Context, source, version string, creds *c
 	return f.load(data, digest, "oci://"+full)
 }
 
+// looksNotFound recognises a registry's "no such repository/tag" answer
+// in the untyped errors of Helm's registry client.
+func looksNotFound(err error) bool {
+	msg := strings.ToLower(err.Error())
+	for _, s := range []string{"not found", "status code 404", "name unknown", "manifest unknown"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // pickTag lists the registry's semver tags and returns the highest that
 // satisfies constraint ("" = any).
 func pickTag(rc *registry.Client, ref, constraint string) (string, error) {
@@ -318,7 +330,7 @@ func pickTag(rc *registry.Client, ref, constraint string) (string, error) {
 		return terr
 	})
 	if err != nil {
-		if strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "NAME_UNKNOWN") {
+		if looksNotFound(err) {
 			return "", fmt.Errorf("list tags of oci://%s: %w", ref, ErrChartNotFound)
 		}
 		return "", fmt.Errorf("list tags of oci://%s: %w", ref, err)

@@ -1,0 +1,96 @@
+package helm
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// ociRegistry is an in-process OCI registry (go-containerregistry's
+// pkg/registry) behind httptest, optionally requiring basic auth. It is
+// plain HTTP: Helm's resolver (containerd's) always speaks plain HTTP to
+// 127.0.0.1, so a TLS registry cannot be reached on the loopback address.
+type ociRegistry struct {
+	*httptest.Server
+	host string // host:port, as in oci://host/...
+}
+
+func newOCIRegistry(t testing.TB, user, pass string) *ociRegistry {
+	t.Helper()
+	reg := registry.New(registry.Logger(nopLogger()))
+	h := reg
+	if user != "" {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			u, p, ok := r.BasicAuth()
+			if !ok || u != user || p != pass {
+				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			reg.ServeHTTP(w, r)
+		})
+	}
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return &ociRegistry{Server: s, host: strings.TrimPrefix(s.URL, "http://")}
+}
+
+// push uploads a packaged chart as oci://host/charts/<name>:<version>.
+func (o *ociRegistry) push(t testing.TB, data []byte, creds *credentials) string {
+	t.Helper()
+	md := chartMeta(t, data)
+	f := NewFetcher(nil, WithPlainHTTPRegistries())
+	rc, cleanup, err := f.registryClient(o.host+"/charts/"+md.Name, creds)
+	require.NoError(t, err)
+	defer cleanup()
+	ref := fmt.Sprintf("%s/charts/%s:%s", o.host, md.Name, md.Version)
+	_, err = rc.Push(data, ref)
+	require.NoError(t, err)
+	return "oci://" + o.host + "/charts/" + md.Name
+}
+
+func TestFetchOCI(t *testing.T) {
+	reg := newOCIRegistry(t, "", "")
+	src := reg.push(t, packageChart(t, "simple", "0.1.0"), nil)
+	reg.push(t, packageChart(t, "simple", "0.2.0"), nil)
+	reg.push(t, packageChart(t, "simple", "1.0.0+build.1"), nil)
+
+	cases := []struct {
+		reason      string
+		spec        ChartSpec
+		wantVersion string
+		wantErr     string
+		notFound    bool
+	}{
+		{reason: "an exact tag", spec: ChartSpec{Source: src, Version: "0.1.0"}, wantVersion: "0.1.0"},
+		{reason: "no version takes the highest tag (build metadata round-trips through _)", spec: ChartSpec{Source: src}, wantVersion: "1.0.0+build.1"},
+		{reason: "a constraint picks the highest matching tag", spec: ChartSpec{Source: src, Version: "~0.1 || ~0.2"}, wantVersion: "0.2.0"},
+		{reason: "repoURL oci:// plus a chart name", spec: ChartSpec{Source: "simple", RepoURL: "oci://" + reg.host + "/charts", Version: "0.2.0"}, wantVersion: "0.2.0"},
+		{reason: "a missing tag is not found", spec: ChartSpec{Source: src, Version: "9.9.9"}, wantErr: "not found", notFound: true},
+		{reason: "no tag matching the constraint", spec: ChartSpec{Source: src, Version: ">=5"}, wantErr: "no tag matching", notFound: true},
+		{reason: "a missing repository is not found", spec: ChartSpec{Source: "oci://" + reg.host + "/charts/nope"}, wantErr: "oci://", notFound: true},
+		{reason: "the tag belongs in version", spec: ChartSpec{Source: src + ":0.1.0"}, wantErr: "put the tag in chart.version"},
+	}
+	f := NewFetcher(nil, WithPlainHTTPRegistries())
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			ch, err := f.Fetch(context.Background(), "ns", tc.spec)
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErr)
+				assert.Equal(t, tc.notFound, errorsIs(err, ErrChartNotFound), err.Error())
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantVersion, ch.Chart.Metadata.Version)
+			assert.Equal(t, "simple", ch.Chart.Name())
+		})
+	}
+}
