@@ -1,0 +1,392 @@
+// Package workflow runs an Application's workflow on
+// github.com/kubevela/workflow: its executor drives the steps (StepByStep
+// or DAG, sub-steps in step groups, if/always, timeout, dependsOn, inputs
+// and outputs, suspend/resume/terminate), its CUE providers serve the step
+// templates (vela/kube, vela/builtin, vela/http, vela/util, …), and
+// oamflow adds vela/oam, whose #ApplyComponent renders, applies and waits
+// for one component of the Application through a Deployer.
+//
+// State lives in two places, so a controller restart resumes where it
+// stopped without re-running succeeded steps: the step statuses in
+// Application status.workflow, and the workflow variables (step outputs,
+// suspend timestamps) in the ConfigMap "workflow-<app>-context" in the
+// Application's namespace, owned by the Application.
+//
+// Beyond KubeVela: every step without a timeout gets a default one, a step
+// that keeps failing fails the workflow after a retry limit, a step whose
+// rendering or input fails ends the workflow as failed with the reason, and
+// a workflow whose remaining steps all wait for inputs nobody can produce
+// fails instead of running forever.
+package workflow
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kubevela/pkg/cue/cuex"
+	monitorContext "github.com/kubevela/pkg/monitor/context"
+	"github.com/kubevela/pkg/util/singleton"
+	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
+	wfContext "github.com/kubevela/workflow/pkg/context"
+	"github.com/kubevela/workflow/pkg/cue/process"
+	"github.com/kubevela/workflow/pkg/executor"
+	"github.com/kubevela/workflow/pkg/generator"
+	"github.com/kubevela/workflow/pkg/providers"
+	providertypes "github.com/kubevela/workflow/pkg/providers/types"
+	wftypes "github.com/kubevela/workflow/pkg/types"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+)
+
+// DefaultStepTimeout is the timeout of steps that set none (not suspend
+// steps nor step groups), unless the controller is told otherwise.
+const DefaultStepTimeout = 10 * time.Minute
+
+// DefaultMaxStepRetries is how many times a failing step is retried before
+// the workflow fails.
+const DefaultMaxStepRetries = 10
+
+// SetupLibrary configures the process-wide state of kubevela/workflow:
+// the client its workflow context store and vela/kube use (c should read
+// from the API server, not a cache), the retry limit of failing steps, and
+// no loading of external CUE packages. Call it once at process start,
+// before any Engine runs; the library offers no per-instance setting.
+func SetupLibrary(c client.Client, maxStepRetries int) {
+	singleton.KubeClient.Set(c)
+	providers.EnableExternalPackageForDefaultCompiler = false
+	providers.EnableExternalPackageWatchForDefaultCompiler = false
+	if maxStepRetries > 0 {
+		wftypes.MaxWorkflowStepErrorRetryTimes = maxStepRetries
+	}
+}
+
+// Options configure an Engine.
+type Options struct {
+	// DefaultStepTimeout is given to steps without timeout (see PlanOf);
+	// zero means none.
+	DefaultStepTimeout time.Duration
+	// Builtins are step templates by type, used when the Application's own
+	// definitions lack the type (oamflow's embedded workflowsteps). The
+	// engine always knows "suspend".
+	Builtins map[string]string
+}
+
+// Engine runs workflows. It is safe for concurrent use by reconciles of
+// different Applications.
+type Engine struct {
+	client   client.Client
+	compiler *cuex.Compiler
+	opts     Options
+}
+
+// NewEngine returns an Engine storing workflow contexts through c.
+// SetupLibrary must have been called.
+func NewEngine(c client.Client, opts Options) (*Engine, error) {
+	comp, err := NewCompiler()
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{client: c, compiler: comp, opts: opts}, nil
+}
+
+// Options returns the options the Engine was built with.
+func (e *Engine) Options() Options { return e.opts }
+
+// TemplateSource returns the CUE template of a step type; "" with a nil
+// error means the Application has no definition of that type (the engine's
+// built-ins are tried next).
+type TemplateSource func(ctx context.Context, stepType string) (string, error)
+
+// Run is one pass of an Application's workflow.
+type Run struct {
+	// App owns the workflow (name, namespace, UID, labels, annotations).
+	App *v1beta1.Application
+	// Revision is the ApplicationRevision this run deploys.
+	Revision string
+	// Plan is the workflow (see PlanOf).
+	Plan Plan
+	// Status is the current status.workflow of this run; nil starts a new
+	// run. A status for another revision must be reset by the caller.
+	Status *common.WorkflowStatus
+	// Templates resolves step types.
+	Templates TemplateSource
+	// Deployer deploys the Application's components.
+	Deployer Deployer
+	// Context holds extra fields of the CUE `context` of step templates
+	// (appName, appRevision, …); name and namespace are the Application's.
+	Context map[string]any
+}
+
+// Result is what one pass did.
+type Result struct {
+	// Status is the new status.workflow.
+	Status common.WorkflowStatus
+	// RequeueAfter is when to run the next pass (0: nothing to wait for —
+	// the run finished or is suspended without a resume time).
+	RequeueAfter time.Duration
+	// Services is the health of the components applied in this pass.
+	Services []common.ApplicationComponentStatus
+}
+
+// ContextName is the name of the ConfigMap holding the workflow variables
+// of Application app.
+func ContextName(app string) string { return "workflow-" + app + "-context" }
+
+func cacheKey(app *v1beta1.Application) string { return app.Name + "-" + app.Namespace }
+
+// Reset forgets the workflow state of app so the next run starts afresh:
+// it deletes the context ConfigMap and the engine's in-memory state.
+func (e *Engine) Reset(ctx context.Context, app *v1beta1.Application) error {
+	Forget(app)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ContextName(app.Name), Namespace: app.Namespace}}
+	if err := e.client.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting workflow context ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	return nil
+}
+
+// Forget drops the engine's in-memory state of app's workflow (retry
+// counters, the step-count cache guarding against stale reads). Call it
+// when a status computed by Execute could not be stored.
+func Forget(app *v1beta1.Application) {
+	executor.StepStatusCache.Delete(cacheKey(app))
+	wfContext.CleanupMemoryStore(app.Name, app.Namespace)
+}
+
+// Execute runs the workflow as far as it can go now and returns the new
+// status. A finished run is returned unchanged. Errors are transient
+// (the API server could not be reached, …): retry the pass; everything
+// about the Application itself is reported in the status.
+func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
+	app := run.App
+	if run.Status != nil && run.Status.Finished {
+		return Result{Status: *run.Status.DeepCopy()}, nil
+	}
+	status := toRunStatus(run.Status)
+	if Started(run.Status) {
+		cm := &corev1.ConfigMap{}
+		err := e.client.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: ContextName(app.Name)}, cm)
+		switch {
+		case err == nil:
+			status.ContextBackend = &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: app.Namespace, Name: cm.Name, UID: cm.UID}
+		case !apierrors.IsNotFound(err):
+			return Result{}, fmt.Errorf("reading workflow context ConfigMap %s/%s: %w", app.Namespace, ContextName(app.Name), err)
+		}
+	}
+	instance := &wftypes.WorkflowInstance{
+		WorkflowMeta: wftypes.WorkflowMeta{
+			Name:        app.Name,
+			Namespace:   app.Namespace,
+			Annotations: app.Annotations,
+			Labels:      app.Labels,
+			UID:         app.UID,
+			ChildOwnerReferences: []metav1.OwnerReference{{
+				APIVersion: v1beta1.GroupVersion.String(),
+				Kind:       "Application",
+				Name:       app.Name,
+				UID:        app.UID,
+				Controller: ptr.To(true),
+			}},
+		},
+		Mode:   &run.Plan.Mode,
+		Steps:  run.Plan.Steps,
+		Status: status,
+	}
+	executor.InitializeWorkflowInstance(instance)
+
+	services := &serviceCollector{}
+	rctx := withRun(ctx, &runValues{deployer: run.Deployer, services: services})
+	rctx = wftypes.SetNamespaceInCtx(rctx, app.Namespace)
+	rctx = providertypes.WithLabelParams(rctx, map[string]string{
+		v1beta1.LabelAppName:      app.Name,
+		v1beta1.LabelAppNamespace: app.Namespace,
+		v1beta1.LabelAppRevision:  run.Revision,
+	})
+	rctx = context.WithValue(rctx, providertypes.KubeHandlersKey, &providertypes.KubeHandlers{
+		Apply: func(ctx context.Context, _ client.Client, cluster, _ string, objs ...*unstructured.Unstructured) error {
+			return run.Deployer.Apply(ctx, cluster, objs)
+		},
+		Delete: func(ctx context.Context, c client.Client, _, _ string, obj *unstructured.Unstructured) error {
+			return c.Delete(ctx, obj)
+		},
+	})
+	mctx := monitorContext.NewTraceContext(rctx, "workflow/"+app.Namespace+"/"+app.Name)
+	mctx.V(1)
+	pctx := process.NewContext(process.ContextData{
+		Name:           app.Name,
+		Namespace:      app.Namespace,
+		WorkflowName:   app.Name,
+		PublishVersion: app.Annotations[v1beta1.AnnoPublishVersion],
+		CustomData:     run.Context,
+	})
+	runners, err := generator.GenerateRunners(mctx, instance, wftypes.StepGeneratorOptions{
+		ProcessCtx:     pctx,
+		TemplateLoader: loader{src: run.Templates, builtins: e.opts.Builtins},
+		Compiler:       e.compiler,
+		LogLevel:       1,
+	})
+	if err != nil {
+		st := fromRunStatus(instance.Status, run.Revision)
+		st.Status = wfv1alpha1.WorkflowStateFailed
+		st.Message = fmt.Sprintf("preparing the workflow steps: %v", err)
+		finish(&st, app)
+		return Result{Status: st}, nil
+	}
+	// The library skips a pass when the status has fewer steps than its
+	// last pass saw (a stale read). Here a stale read cannot be stored (the
+	// status patch is optimistic), and a restart from a step shrinks the
+	// status on purpose, so the guard is turned off.
+	executor.StepStatusCache.Delete(cacheKey(app))
+	exec := executor.New(instance)
+	state, err := exec.ExecuteRunners(mctx, runners)
+	if err != nil {
+		Forget(app)
+		return Result{}, fmt.Errorf("running the workflow of %s/%s: %w", app.Namespace, app.Name, err)
+	}
+	res := Result{Services: services.list()}
+	if state == wfv1alpha1.WorkflowStateSkipped {
+		// The status read was older than the engine's last pass: keep it
+		// and come back when the newer one is visible.
+		if run.Status != nil {
+			res.Status = *run.Status.DeepCopy()
+		}
+		res.RequeueAfter = exec.GetBackoffWaitTime()
+		return res, nil
+	}
+	instance.Status.Phase = state
+	if state == wfv1alpha1.WorkflowStateExecuting && failStuck(&instance.Status) {
+		state = wfv1alpha1.WorkflowStateFailed
+		instance.Status.Phase = state
+	}
+	st := fromRunStatus(instance.Status, run.Revision)
+	switch state {
+	case wfv1alpha1.WorkflowStateSucceeded, wfv1alpha1.WorkflowStateFailed, wfv1alpha1.WorkflowStateTerminated:
+		finish(&st, app)
+	case wfv1alpha1.WorkflowStateSuspending:
+		res.RequeueAfter = exec.GetSuspendBackoffWaitTime()
+	default:
+		res.RequeueAfter = exec.GetBackoffWaitTime()
+	}
+	if st.Status == wfv1alpha1.WorkflowStateFailed && st.Message == "" {
+		if path, step, ok := FailedStep(&st); ok {
+			st.Message = fmt.Sprintf("step %s failed (%s): %s", path, step.Reason, step.Message)
+		}
+	}
+	res.Status = st
+	return res, nil
+}
+
+func finish(st *common.WorkflowStatus, app *v1beta1.Application) {
+	st.Finished = true
+	st.EndTime = metav1.Now()
+	Forget(app)
+}
+
+// failStuck fails a run whose unfinished steps are all pending (waiting for
+// inputs or dependencies that no remaining step can produce): each pending
+// step fails with reason Input and the run is terminated. It reports
+// whether it did so.
+func failStuck(st *wfv1alpha1.WorkflowRunStatus) bool {
+	var pending []*wfv1alpha1.StepStatus
+	for i := range st.Steps {
+		s := &st.Steps[i]
+		if len(s.SubStepsStatus) > 0 {
+			for j := range s.SubStepsStatus {
+				sub := &s.SubStepsStatus[j]
+				switch {
+				case sub.Phase == wfv1alpha1.WorkflowStepPhasePending:
+					pending = append(pending, sub)
+				case !StepFinished(sub.Phase, sub.Reason):
+					return false
+				}
+			}
+			if s.Phase == wfv1alpha1.WorkflowStepPhaseSuspending {
+				return false
+			}
+			continue
+		}
+		switch {
+		case s.Phase == wfv1alpha1.WorkflowStepPhasePending:
+			pending = append(pending, &s.StepStatus)
+		case !StepFinished(s.Phase, s.Reason):
+			return false
+		}
+	}
+	if len(pending) == 0 {
+		return false
+	}
+	var names []string
+	for _, p := range pending {
+		what := strings.TrimPrefix(strings.TrimPrefix(p.Message, "Pending on Input: "), "Pending on DependsOn: ")
+		p.Phase = wfv1alpha1.WorkflowStepPhaseFailed
+		p.Reason = wftypes.StatusReasonInput
+		p.Message = fmt.Sprintf("waits for %q, which no remaining step can produce", what)
+		names = append(names, p.Name)
+	}
+	for i := range st.Steps {
+		s := &st.Steps[i]
+		if len(s.SubStepsStatus) > 0 && s.Phase == wfv1alpha1.WorkflowStepPhasePending {
+			s.Phase = wfv1alpha1.WorkflowStepPhaseFailed
+			s.Reason = wftypes.StatusReasonInput
+		}
+	}
+	st.Terminated = true
+	st.Message = fmt.Sprintf("steps %s wait for inputs that no remaining step can produce", strings.Join(names, ", "))
+	return true
+}
+
+// builtinSuspend is the template of the suspend step when the Application
+// has no definition for it.
+const builtinSuspend = `import "vela/builtin"
+
+suspend: builtin.#Suspend & {
+	$params: {
+		if parameter.duration != _|_ {
+			duration: parameter.duration
+		}
+		if parameter.message != _|_ {
+			message: parameter.message
+		}
+	}
+}
+
+parameter: {
+	duration?: string
+	message?:  string
+}
+`
+
+// loader resolves step templates: the Application's definitions, then the
+// built-ins.
+type loader struct {
+	src      TemplateSource
+	builtins map[string]string
+}
+
+func (l loader) LoadTemplate(ctx context.Context, name string) (string, error) {
+	if l.src != nil {
+		t, err := l.src(ctx, name)
+		if err != nil {
+			return "", err
+		}
+		if t != "" {
+			return t, nil
+		}
+	}
+	if t, ok := l.builtins[name]; ok && t != "" {
+		return t, nil
+	}
+	if name == StepTypeSuspend {
+		return builtinSuspend, nil
+	}
+	return "", fmt.Errorf("workflow step type %q: no WorkflowStepDefinition found", name)
+}

@@ -1,0 +1,364 @@
+package workflow
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"cuelang.org/go/cue/cuecontext"
+	"github.com/kubevela/pkg/cue/cuex"
+	cuexruntime "github.com/kubevela/pkg/cue/cuex/runtime"
+	wfContext "github.com/kubevela/workflow/pkg/context"
+	"github.com/kubevela/workflow/pkg/cue/model/value"
+	wferrors "github.com/kubevela/workflow/pkg/errors"
+	"github.com/kubevela/workflow/pkg/providers/builtin"
+	"github.com/kubevela/workflow/pkg/providers/config"
+	"github.com/kubevela/workflow/pkg/providers/email"
+	"github.com/kubevela/workflow/pkg/providers/http"
+	"github.com/kubevela/workflow/pkg/providers/kube"
+	"github.com/kubevela/workflow/pkg/providers/legacy"
+	"github.com/kubevela/workflow/pkg/providers/metrics"
+	wftime "github.com/kubevela/workflow/pkg/providers/time"
+	providertypes "github.com/kubevela/workflow/pkg/providers/types"
+	"github.com/kubevela/workflow/pkg/providers/util"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/oamflow/oamflow/pkg/render"
+)
+
+//go:embed cue/oam.cue
+var oamTemplate string
+
+//go:embed cue/op_oam.cue
+var opOAMTemplate string
+
+// NewCompiler returns the CUE compiler workflow steps are evaluated with.
+// It serves the provider packages of kubevela/workflow (vela/kube,
+// vela/builtin, vela/http, vela/util, vela/time, vela/email, vela/metrics,
+// vela/config and the legacy flat vela/op) plus oamflow's vela/oam
+// (#ApplyComponent, #RenderComponent), which are also reachable as
+// op.#ApplyComponent / op.#RenderComponent for KubeVela step definitions.
+func NewCompiler() (*cuex.Compiler, error) {
+	opProviders := legacy.GetLegacyProviders()
+	for k, v := range legacyOAMProviders() {
+		opProviders[k] = v
+	}
+	type pkg struct {
+		name, template string
+		fns            map[string]cuexruntime.ProviderFn
+	}
+	pkgs := []pkg{
+		{"op", legacy.GetLegacyTemplate() + "\n" + opOAMTemplate, opProviders},
+		{"oam", oamTemplate, oamProviders()},
+		{"kube", kube.GetTemplate(), kube.GetProviders()},
+		{"builtin", builtin.GetTemplate(), builtin.GetProviders()},
+		{"http", http.GetTemplate(), http.GetProviders()},
+		{"util", util.GetTemplate(), util.GetProviders()},
+		{"time", wftime.GetTemplate(), wftime.GetProviders()},
+		{"email", email.GetTemplate(), email.GetProviders()},
+		{"metrics", metrics.GetTemplate(), metrics.GetProviders()},
+		{"config", config.GetTemplate(), config.GetProviders()},
+	}
+	var packages []cuexruntime.Package
+	for _, p := range pkgs {
+		cp, err := cuexruntime.NewInternalPackage(p.name, p.template, p.fns)
+		if err != nil {
+			return nil, fmt.Errorf("building CUE package vela/%s: %w", p.name, err)
+		}
+		packages = append(packages, cp)
+	}
+	return cuex.NewCompilerWithInternalPackages(packages...), nil
+}
+
+// componentParams are the $params of oam.#ApplyComponent and
+// oam.#RenderComponent (and the fields of their op.* forms).
+type componentParams struct {
+	Component   string         `json:"component"`
+	Cluster     string         `json:"cluster,omitempty"`
+	Namespace   string         `json:"namespace,omitempty"`
+	WaitHealthy *bool          `json:"waitHealthy,omitempty"`
+	Properties  map[string]any `json:"properties,omitempty"`
+}
+
+// componentReturns are the $returns of oam.#ApplyComponent and
+// oam.#RenderComponent.
+type componentReturns struct {
+	Output  map[string]any `json:"output,omitempty"`
+	Outputs map[string]any `json:"outputs,omitempty"`
+	Healthy *bool          `json:"healthy,omitempty"`
+	Message string         `json:"message,omitempty"`
+}
+
+func oamProviders() map[string]cuexruntime.ProviderFn {
+	return map[string]cuexruntime.ProviderFn{
+		"component-apply": providertypes.GenericProviderFn[componentParams, providertypes.Returns[componentReturns]](
+			func(ctx context.Context, p *providertypes.Params[componentParams]) (*providertypes.Returns[componentReturns], error) {
+				r, err := applyComponent(ctx, p.Params, p.RuntimeParams)
+				if err != nil {
+					return nil, err
+				}
+				return &providertypes.Returns[componentReturns]{Returns: *r}, nil
+			}),
+		"component-render": providertypes.GenericProviderFn[componentParams, providertypes.Returns[componentReturns]](
+			func(ctx context.Context, p *providertypes.Params[componentParams]) (*providertypes.Returns[componentReturns], error) {
+				r, err := renderComponent(ctx, p.Params, p.RuntimeParams)
+				if err != nil {
+					return nil, err
+				}
+				return &providertypes.Returns[componentReturns]{Returns: *r}, nil
+			}),
+	}
+}
+
+func legacyOAMProviders() map[string]cuexruntime.ProviderFn {
+	return map[string]cuexruntime.ProviderFn{
+		"component-apply": providertypes.LegacyGenericProviderFn[componentParams, componentReturns](
+			func(ctx context.Context, p *providertypes.LegacyParams[componentParams]) (*componentReturns, error) {
+				return applyComponent(ctx, p.Params, p.RuntimeParams)
+			}),
+		"component-render": providertypes.LegacyGenericProviderFn[componentParams, componentReturns](
+			func(ctx context.Context, p *providertypes.LegacyParams[componentParams]) (*componentReturns, error) {
+				return renderComponent(ctx, p.Params, p.RuntimeParams)
+			}),
+	}
+}
+
+// fail ends the step as failed (reason Action) with msg; the workflow then
+// fails instead of retrying.
+func fail(rt providertypes.RuntimeParams, msg string) error {
+	rt.Action.Fail(msg)
+	return wferrors.GenericActionError(wferrors.ActionTerminate)
+}
+
+// wait keeps the step running (reason Wait) with msg; it is tried again
+// after a backoff.
+func wait(rt providertypes.RuntimeParams, msg string) error {
+	rt.Action.Wait(msg)
+	return wferrors.GenericActionError(wferrors.ActionWait)
+}
+
+// prepare resolves the component of p, fills its component-level inputs
+// from the workflow context and merges p.Properties over its properties.
+// A missing input makes the step wait.
+func prepare(ctx context.Context, p componentParams, rt providertypes.RuntimeParams) (*runValues, Component, ComponentRequest, error) {
+	run, ok := runFrom(ctx)
+	if !ok {
+		return nil, Component{}, ComponentRequest{}, fmt.Errorf("vela/oam: no Application deployer in this workflow run")
+	}
+	comp, ok := run.deployer.Component(p.Component)
+	if !ok {
+		return nil, Component{}, ComponentRequest{}, fail(rt, fmt.Sprintf("component %q is not in spec.components", p.Component))
+	}
+	props := deepCopyMap(comp.Properties)
+	for _, in := range comp.Inputs {
+		v, err := readVar(rt.WorkflowContext, in.From)
+		if err != nil {
+			return nil, Component{}, ComponentRequest{}, wait(rt, fmt.Sprintf("component %q waits for input %q", comp.Name, in.From))
+		}
+		if in.ParameterKey == "" {
+			continue
+		}
+		if err := setPath(props, in.ParameterKey, v); err != nil {
+			return nil, Component{}, ComponentRequest{}, fail(rt, fmt.Sprintf("component %q input %q: parameterKey %q: %v", comp.Name, in.From, in.ParameterKey, err))
+		}
+	}
+	for k, v := range p.Properties {
+		props[k] = v
+	}
+	return run, comp, ComponentRequest{Name: comp.Name, Properties: props, Cluster: p.Cluster, Namespace: p.Namespace}, nil
+}
+
+func renderComponent(ctx context.Context, p componentParams, rt providertypes.RuntimeParams) (*componentReturns, error) {
+	run, _, req, err := prepare(ctx, p, rt)
+	if err != nil {
+		return nil, err
+	}
+	res, err := run.deployer.Render(ctx, req)
+	if err != nil {
+		return nil, fail(rt, fmt.Sprintf("rendering component %q: %v", req.Name, err))
+	}
+	out := &componentReturns{}
+	out.Output, out.Outputs = split(res)
+	return out, nil
+}
+
+func applyComponent(ctx context.Context, p componentParams, rt providertypes.RuntimeParams) (*componentReturns, error) {
+	run, comp, req, err := prepare(ctx, p, rt)
+	if err != nil {
+		return nil, err
+	}
+	res, err := run.deployer.Render(ctx, req)
+	if err != nil {
+		return nil, fail(rt, fmt.Sprintf("rendering component %q: %v", req.Name, err))
+	}
+	objs := make(map[string][]render.Resource)
+	var clusters []string
+	for _, r := range res {
+		if _, seen := objs[r.Cluster]; !seen {
+			clusters = append(clusters, r.Cluster)
+		}
+		objs[r.Cluster] = append(objs[r.Cluster], r)
+	}
+	for _, cl := range clusters {
+		batch := objs[cl]
+		us := make([]*unstructured.Unstructured, 0, len(batch))
+		for _, r := range batch {
+			us = append(us, r.Object)
+		}
+		if err := run.deployer.Apply(ctx, cl, us); err != nil {
+			if IsTerminal(err) {
+				return nil, fail(rt, fmt.Sprintf("applying component %q: %v", req.Name, err))
+			}
+			return nil, fmt.Errorf("applying component %q: %w", req.Name, err)
+		}
+	}
+	h, err := run.deployer.Health(ctx, req, res)
+	if err != nil {
+		return nil, fmt.Errorf("checking the health of component %q: %w", req.Name, err)
+	}
+	h.Status.Name = req.Name
+	run.services.add(h.Status)
+	waitHealthy := p.WaitHealthy == nil || *p.WaitHealthy
+	if waitHealthy && !h.Status.Healthy {
+		msg := fmt.Sprintf("waiting for component %q to become healthy", req.Name)
+		if h.Status.Message != "" {
+			msg += ": " + h.Status.Message
+		}
+		return nil, wait(rt, msg)
+	}
+	if err := exportOutputs(rt.WorkflowContext, comp, h); err != nil {
+		return nil, wait(rt, err.Error())
+	}
+	healthy := h.Status.Healthy
+	return &componentReturns{Output: h.Output, Outputs: h.Outputs, Healthy: &healthy, Message: h.Status.Message}, nil
+}
+
+// exportOutputs evaluates the component's outputs[].valueFrom against
+// {output, outputs} (the live objects) and stores each as a workflow
+// variable. A value that does not exist yet is an error (the step waits).
+func exportOutputs(wfCtx wfContext.Context, comp Component, h ComponentHealth) error {
+	if len(comp.Outputs) == 0 {
+		return nil
+	}
+	data := map[string]any{"output": h.Output, "outputs": h.Outputs}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("component %q outputs: %w", comp.Name, err)
+	}
+	base := cuecontext.New().CompileBytes(b)
+	for _, o := range comp.Outputs {
+		v, err := value.LookupValueByScript(base, o.ValueFrom)
+		if err != nil || !v.Exists() || v.Err() != nil {
+			return fmt.Errorf("component %q waits for output %q: valueFrom %q has no value yet", comp.Name, o.Name, o.ValueFrom)
+		}
+		if err := wfCtx.SetVar(v, strings.Split(o.Name, ".")...); err != nil {
+			return fmt.Errorf("component %q output %q: %w", comp.Name, o.Name, err)
+		}
+	}
+	return nil
+}
+
+// readVar reads a workflow variable as JSON data.
+func readVar(wfCtx wfContext.Context, path string) (any, error) {
+	if wfCtx == nil {
+		return nil, fmt.Errorf("no workflow context")
+	}
+	v, err := wfCtx.GetVar(strings.Split(path, ".")...)
+	if err != nil {
+		return nil, err
+	}
+	b, err := v.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// setPath sets m[a][b]... = v for the dotted path "a.b...", creating
+// objects on the way; an existing non-object on the way is an error.
+func setPath(m map[string]any, path string, v any) error {
+	parts := strings.Split(path, ".")
+	cur := m
+	for i, p := range parts {
+		if p == "" {
+			return fmt.Errorf("empty segment")
+		}
+		if i == len(parts)-1 {
+			cur[p] = v
+			return nil
+		}
+		next, ok := cur[p]
+		if !ok || next == nil {
+			nm := map[string]any{}
+			cur[p] = nm
+			cur = nm
+			continue
+		}
+		nm, ok := next.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s is not an object", strings.Join(parts[:i+1], "."))
+		}
+		cur = nm
+	}
+	return nil
+}
+
+func deepCopyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = deepCopyValue(v)
+	}
+	return out
+}
+
+func deepCopyValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		return deepCopyMap(t)
+	case []any:
+		out := make([]any, len(t))
+		for i := range t {
+			out[i] = deepCopyValue(t[i])
+		}
+		return out
+	}
+	return v
+}
+
+// split returns the main workload and the auxiliary objects by output
+// name of rendered resources (trait outputs keyed "<output>").
+func split(res []render.Resource) (map[string]any, map[string]any) {
+	var output map[string]any
+	outputs := map[string]any{}
+	for _, r := range res {
+		if r.IsWorkload() {
+			output = r.Object.Object
+			continue
+		}
+		if r.Output != "" {
+			outputs[r.Output] = r.Object.Object
+		}
+	}
+	if len(outputs) == 0 {
+		outputs = nil
+	}
+	return output, outputs
+}
+
+// sortedKeys returns the keys of m, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

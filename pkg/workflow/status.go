@@ -1,0 +1,136 @@
+package workflow
+
+import (
+	"strings"
+
+	oamv1alpha1 "github.com/kubevela/pkg/apis/oam/v1alpha1"
+	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
+	wftypes "github.com/kubevela/workflow/pkg/types"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+)
+
+// ModeString writes an execution mode as status.workflow.mode shows it:
+// "<steps>-<subSteps>", e.g. "StepByStep-DAG".
+func ModeString(m oamv1alpha1.WorkflowExecuteMode) string {
+	return string(m.Steps) + "-" + string(m.SubSteps)
+}
+
+func parseMode(s string) oamv1alpha1.WorkflowExecuteMode {
+	steps, sub, _ := strings.Cut(s, "-")
+	return oamv1alpha1.WorkflowExecuteMode{Steps: oamv1alpha1.WorkflowMode(steps), SubSteps: oamv1alpha1.WorkflowMode(sub)}
+}
+
+// toRunStatus converts status.workflow into the engine's run status. A nil
+// or unstarted status becomes the zero run status (the engine starts it).
+func toRunStatus(st *common.WorkflowStatus) wfv1alpha1.WorkflowRunStatus {
+	if st == nil {
+		return wfv1alpha1.WorkflowRunStatus{}
+	}
+	rs := wfv1alpha1.WorkflowRunStatus{
+		Phase:        st.Status,
+		Message:      st.Message,
+		Suspend:      st.Suspend,
+		SuspendState: st.SuspendState,
+		Terminated:   st.Terminated,
+		Finished:     st.Finished,
+		Steps:        deepCopySteps(st.Steps),
+		StartTime:    st.StartTime,
+		EndTime:      st.EndTime,
+	}
+	if st.Mode != "" {
+		rs.Mode = parseMode(st.Mode)
+	}
+	return rs
+}
+
+// fromRunStatus converts the engine's run status back into status.workflow
+// for appRevision.
+func fromRunStatus(rs wfv1alpha1.WorkflowRunStatus, appRevision string) common.WorkflowStatus {
+	st := common.WorkflowStatus{
+		AppRevision:  appRevision,
+		Status:       rs.Phase,
+		Message:      rs.Message,
+		Suspend:      rs.Suspend,
+		SuspendState: rs.SuspendState,
+		Terminated:   rs.Terminated,
+		Finished:     rs.Finished,
+		Steps:        deepCopySteps(rs.Steps),
+		StartTime:    rs.StartTime,
+		EndTime:      rs.EndTime,
+	}
+	if rs.Mode.Steps != "" {
+		st.Mode = ModeString(rs.Mode)
+	}
+	return st
+}
+
+func deepCopySteps(in []wfv1alpha1.WorkflowStepStatus) []wfv1alpha1.WorkflowStepStatus {
+	if in == nil {
+		return nil
+	}
+	out := make([]wfv1alpha1.WorkflowStepStatus, len(in))
+	for i := range in {
+		in[i].DeepCopyInto(&out[i])
+	}
+	return out
+}
+
+// Started reports whether a run has begun (it has a start time or steps).
+func Started(st *common.WorkflowStatus) bool {
+	return st != nil && (!st.StartTime.IsZero() || len(st.Steps) > 0)
+}
+
+// StepFinished reports whether a step in phase with reason will not run
+// again: succeeded, skipped, or failed for a reason other than a retryable
+// execution error.
+func StepFinished(phase wfv1alpha1.WorkflowStepPhase, reason string) bool {
+	switch phase {
+	case wfv1alpha1.WorkflowStepPhaseSucceeded, wfv1alpha1.WorkflowStepPhaseSkipped:
+		return true
+	case wfv1alpha1.WorkflowStepPhaseFailed:
+		return reason != "" && reason != wftypes.StatusReasonExecute
+	}
+	return false
+}
+
+// FailedStep returns the first failed step (or sub-step) of st, with the
+// path "step" or "group/sub", or ok false.
+func FailedStep(st *common.WorkflowStatus) (path string, step wfv1alpha1.StepStatus, ok bool) {
+	if st == nil {
+		return "", wfv1alpha1.StepStatus{}, false
+	}
+	for _, s := range st.Steps {
+		for _, sub := range s.SubStepsStatus {
+			if sub.Phase == wfv1alpha1.WorkflowStepPhaseFailed && sub.Reason != wftypes.StatusReasonTerminate {
+				return s.Name + "/" + sub.Name, sub, true
+			}
+		}
+		if s.Phase == wfv1alpha1.WorkflowStepPhaseFailed && s.Reason != wftypes.StatusReasonTerminate {
+			return s.Name, s.StepStatus, true
+		}
+	}
+	return "", wfv1alpha1.StepStatus{}, false
+}
+
+// CurrentStep returns the first step (or sub-step) that is running,
+// pending or suspending, with its path, or ok false.
+func CurrentStep(st *common.WorkflowStatus) (path string, step wfv1alpha1.StepStatus, ok bool) {
+	if st == nil {
+		return "", wfv1alpha1.StepStatus{}, false
+	}
+	active := func(p wfv1alpha1.WorkflowStepPhase) bool {
+		return p == wfv1alpha1.WorkflowStepPhaseRunning || p == wfv1alpha1.WorkflowStepPhasePending || p == wfv1alpha1.WorkflowStepPhaseSuspending
+	}
+	for _, s := range st.Steps {
+		for _, sub := range s.SubStepsStatus {
+			if active(sub.Phase) {
+				return s.Name + "/" + sub.Name, sub, true
+			}
+		}
+		if active(s.Phase) {
+			return s.Name, s.StepStatus, true
+		}
+	}
+	return "", wfv1alpha1.StepStatus{}, false
+}
