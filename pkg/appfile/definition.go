@@ -106,23 +106,56 @@ func (d *Definition) WorkloadNames() []string {
 	if spec == nil {
 		return names
 	}
-	if t := spec.Workload.Type; t != "" && t != "autodetects.core.oam.dev" {
+	if t := spec.Workload.Type; t != "" {
 		names = append(names, t)
 	}
 	if def := spec.Workload.Definition; def != nil && def.Kind != "" {
-		group := ""
-		if i := strings.Index(def.APIVersion, "/"); i >= 0 {
-			group = def.APIVersion[:i]
-		}
-		plural := strings.ToLower(def.Kind) + "s"
-		names = append(names, def.Kind, strings.ToLower(def.Kind))
-		if group != "" {
-			names = append(names, plural+"."+group, def.Kind+"."+group)
-		} else {
-			names = append(names, plural)
-		}
+		names = append(names, KindNames(def.APIVersion, def.Kind)...)
 	}
 	return names
+}
+
+// AutodetectWorkload is the workload type of components whose workload
+// kind is known only once rendered (k8s-objects, ref-objects).
+const AutodetectWorkload = "autodetects.core.oam.dev"
+
+// IsAutodetect reports whether the component definition's workload kind
+// is only known from its rendered output.
+func (d *Definition) IsAutodetect() bool {
+	spec := d.ComponentSpec()
+	return spec != nil && spec.Workload.Definition == nil && (spec.Workload.Type == "" || spec.Workload.Type == AutodetectWorkload)
+}
+
+// KindNames are the names appliesToWorkloads may use for a kind: "Kind",
+// "kind", "<plural>.<group>" and "<Kind>.<group>" (plural: lower-case kind
+// + "s"; the core group has no suffix).
+func KindNames(apiVersion, kind string) []string {
+	group := ""
+	if i := strings.Index(apiVersion, "/"); i >= 0 {
+		group = apiVersion[:i]
+	}
+	plural := strings.ToLower(kind) + "s"
+	names := []string{kind, strings.ToLower(kind)}
+	if group != "" {
+		return append(names, plural+"."+group, kind+"."+group)
+	}
+	return append(names, plural)
+}
+
+// AppliesTo matches a trait's appliesToWorkloads against names of a
+// workload: "*" matches all, other entries match case-insensitively.
+func AppliesTo(list []string, names []string) bool {
+	for _, a := range list {
+		if a == "*" {
+			return true
+		}
+		for _, n := range names {
+			if strings.EqualFold(a, n) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fromObject builds a Definition from a CRD object.

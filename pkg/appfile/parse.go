@@ -434,7 +434,9 @@ func (p *parser) traits(path string, comp *Component, specs []common.Application
 			return err
 		}
 		spec := def.TraitSpec()
-		if comp.Definition != nil && len(spec.AppliesToWorkloads) > 0 && !appliesTo(spec.AppliesToWorkloads, comp.Definition) {
+		// Autodetected workloads are checked once rendered (render).
+		if comp.Definition != nil && len(spec.AppliesToWorkloads) > 0 && !comp.Definition.IsAutodetect() &&
+			!AppliesTo(spec.AppliesToWorkloads, comp.Definition.WorkloadNames()) {
 			p.errorf(tpath+".type", "trait %q applies to %s, not to component type %q (workload %s)", ts.Type,
 				strings.Join(spec.AppliesToWorkloads, ", "), comp.Type, strings.Join(comp.Definition.WorkloadNames()[1:], ", "))
 		}
@@ -452,24 +454,6 @@ func (p *parser) traits(path string, comp *Component, specs []common.Application
 		}
 	}
 	return nil
-}
-
-// appliesTo matches a trait's appliesToWorkloads against a component
-// definition: "*" matches all, other entries match the definition name,
-// workload type, kind, or "<plural>.<group>"/"<Kind>.<group>" forms.
-func appliesTo(list []string, d *Definition) bool {
-	names := d.WorkloadNames()
-	for _, a := range list {
-		if a == "*" {
-			return true
-		}
-		for _, n := range names {
-			if strings.EqualFold(a, n) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // conflicts reports whether typ is listed in conflictsWith ("*" lists all).

@@ -10,25 +10,151 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/literal"
+	"cuelang.org/go/cue/token"
 )
 
-// toValue turns JSON-like Go data into a CUE value of c by writing it as
-// CUE source and compiling that. Filling Go values directly (FillPath with
+// toValue turns JSON-like Go data into a CUE value of c by building its
+// syntax tree and compiling that. Filling Go values directly (FillPath with
 // a map) trips an evaluator bug in CUE v0.14: structs converted from Go and
 // re-emitted by a list comprehension lose their fields
 // (`[for c in goList {c}][0].x` is "undefined field"). Values compiled from
-// source do not, and integral floats keep their float kind ("2.0").
+// syntax do not, and integral floats keep their float kind ("2.0").
 func toValue(c *cue.Context, x any) (cue.Value, error) {
 	if v, ok := x.(cue.Value); ok {
 		return v, nil
 	}
-	var b strings.Builder
-	if err := writeCUE(&b, x); err != nil {
+	expr, err := toExpr(x)
+	if err != nil {
 		return cue.Value{}, err
 	}
-	v := c.CompileString(b.String())
+	v := c.BuildExpr(expr)
 	return v, v.Err()
+}
+
+// toExpr builds the CUE syntax of JSON-like Go data.
+func toExpr(x any) (ast.Expr, error) {
+	switch v := x.(type) {
+	case nil:
+		return ast.NewNull(), nil
+	case bool:
+		return ast.NewBool(v), nil
+	case string:
+		return ast.NewString(v), nil
+	case int:
+		return intExpr(int64(v)), nil
+	case int32:
+		return intExpr(int64(v)), nil
+	case int64:
+		return intExpr(v), nil
+	case uint64:
+		return &ast.BasicLit{Kind: token.INT, Value: strconv.FormatUint(v, 10)}, nil
+	case float32:
+		return floatExpr(float64(v))
+	case float64:
+		return floatExpr(v)
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return intExpr(i), nil
+		}
+		f, err := v.Float64()
+		if err != nil {
+			return nil, err
+		}
+		return floatExpr(f)
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		st := &ast.StructLit{Elts: make([]ast.Decl, 0, len(keys))}
+		for _, k := range keys {
+			e, err := toExpr(v[k])
+			if err != nil {
+				return nil, err
+			}
+			st.Elts = append(st.Elts, &ast.Field{Label: ast.NewString(k), Value: e})
+		}
+		return st, nil
+	case []any:
+		l := &ast.ListLit{Elts: make([]ast.Expr, 0, len(v))}
+		for _, e := range v {
+			ex, err := toExpr(e)
+			if err != nil {
+				return nil, err
+			}
+			l.Elts = append(l.Elts, ex)
+		}
+		return l, nil
+	case map[string]string:
+		m := make(map[string]any, len(v))
+		for k, s := range v {
+			m[k] = s
+		}
+		return toExpr(m)
+	case []string:
+		l := make([]any, len(v))
+		for i, s := range v {
+			l[i] = s
+		}
+		return toExpr(l)
+	}
+	rv := reflect.ValueOf(x)
+	switch rv.Kind() {
+	case reflect.Map:
+		if rv.Type().Key().Kind() != reflect.String {
+			return nil, fmt.Errorf("cannot encode %T: map keys must be strings", x)
+		}
+		m := make(map[string]any, rv.Len())
+		it := rv.MapRange()
+		for it.Next() {
+			m[it.Key().String()] = it.Value().Interface()
+		}
+		return toExpr(m)
+	case reflect.Slice, reflect.Array:
+		l := make([]any, rv.Len())
+		for i := range l {
+			l[i] = rv.Index(i).Interface()
+		}
+		return toExpr(l)
+	}
+	raw, err := json.Marshal(x)
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode %T: %w", x, err)
+	}
+	var generic any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		return nil, err
+	}
+	return toExpr(generic)
+}
+
+func intExpr(i int64) ast.Expr {
+	if i < 0 {
+		return &ast.UnaryExpr{Op: token.SUB, X: &ast.BasicLit{Kind: token.INT, Value: strconv.FormatUint(uint64(-i), 10)}}
+	}
+	return &ast.BasicLit{Kind: token.INT, Value: strconv.FormatInt(i, 10)}
+}
+
+func floatExpr(f float64) (ast.Expr, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, fmt.Errorf("cannot encode %v: not a JSON number", f)
+	}
+	neg := f < 0
+	if neg {
+		f = -f
+	}
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eE") {
+		s += ".0"
+	}
+	var e ast.Expr = &ast.BasicLit{Kind: token.FLOAT, Value: s}
+	if neg {
+		e = &ast.UnaryExpr{Op: token.SUB, X: e}
+	}
+	return e, nil
 }
 
 // ToValue is toValue for callers working inside Engine.Eval: it builds a

@@ -81,11 +81,25 @@ type Engine struct {
 	cache  map[string]*Template
 	// failed remembers sources whose evaluation timed out or panicked.
 	failed map[string]error
+	// memo caches results of evaluations by a hash of all their inputs.
+	memo *lru
+	// values keeps recently evaluated values by template and fills, so
+	// that the same evaluation asked for twice (validating properties, then
+	// rendering with the same context) is done once.
+	values *lru
+}
+
+// evaluatedValues bounds Engine.values.
+const evaluatedValues = 64
+
+type evaluated struct {
+	gen int
+	v   cue.Value
 }
 
 // NewEngine returns an Engine with an empty cache.
 func NewEngine(opts ...Option) *Engine {
-	e := &Engine{limits: DefaultLimits, failed: map[string]error{}}
+	e := &Engine{limits: DefaultLimits, failed: map[string]error{}, memo: newLRU(DefaultMemoEntries), values: newLRU(evaluatedValues)}
 	for _, o := range opts {
 		o(e)
 	}
@@ -145,6 +159,9 @@ type Template struct {
 	key   string
 	gen   int
 	value cue.Value
+	// params is the template reduced to what `parameter` needs (nil:
+	// not built yet; itself when the reduction does not compile).
+	params *Template
 }
 
 // Source returns what the template was compiled from.
@@ -193,12 +210,12 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 		cp.src = src
 		return &cp, nil
 	}
-	full, err := prepareSource(src, text)
+	file, err := prepareSource(src, text)
 	if err != nil {
 		return nil, err
 	}
 	var v cue.Value
-	if perr := safely(func() { v = e.cctx.CompileString(full, cue.Filename(src.filename())) }); perr != nil {
+	if perr := safely(func() { v = e.cctx.BuildFile(file) }); perr != nil {
 		return nil, &Error{Source: src, Message: "CUE compiler panicked: " + perr.Error()}
 	}
 	if err := v.Err(); err != nil {
@@ -209,49 +226,47 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 	return t, nil
 }
 
-// prepareSource appends open declarations of `context` and `parameter`
-// when the template does not declare them (templates use both freely), and
-// stubs provider imports when asked.
-func prepareSource(src Source, text string) (string, error) {
-	f, err := parser.ParseFile(src.filename(), text)
+// prepareSource parses text (once), stubs provider imports when asked, and
+// appends open declarations of `context` and `parameter` when the template
+// does not declare them (templates use both freely).
+func prepareSource(src Source, text string) (*ast.File, error) {
+	f, err := parser.ParseFile(src.filename(), text, parser.ParseComments)
 	if err != nil {
-		return "", translate(src, err, "")
+		return nil, translate(src, err, "")
 	}
-	declared := map[string]bool{}
 	var imports []string
-	for _, d := range f.Decls {
-		switch x := d.(type) {
-		case *ast.Field:
-			if name, _, err := ast.LabelName(x.Label); err == nil {
-				declared[name] = true
-			}
-		case *ast.ImportDecl:
-			for _, spec := range x.Specs {
-				p, err := literal.Unquote(spec.Path.Value)
-				if err == nil && !IsStdlib(p) {
-					imports = append(imports, p)
-				}
-			}
+	for _, spec := range f.Imports {
+		p, err := literal.Unquote(spec.Path.Value)
+		if err == nil && !IsStdlib(p) {
+			imports = append(imports, p)
 		}
 	}
 	if len(imports) > 0 {
 		if !src.StubImports {
-			return "", &Error{Source: src, Message: fmt.Sprintf("imports %s, which is not a CUE standard-library package (only workflow-step definitions may import provider packages)", strings.Join(imports, ", "))}
+			return nil, &Error{Source: src, Message: fmt.Sprintf("imports %s, which is not a CUE standard-library package (only workflow-step definitions may import provider packages)", strings.Join(imports, ", "))}
 		}
-		text, err = stubImports(text)
+		stubbed, err := stubImports(text)
 		if err != nil {
-			return "", translate(src, err, "")
+			return nil, translate(src, err, "")
+		}
+		if f, err = parser.ParseFile(src.filename(), stubbed, parser.ParseComments); err != nil {
+			return nil, translate(src, err, "")
 		}
 	}
-	var b strings.Builder
-	b.WriteString(text)
+	declared := map[string]bool{}
+	for _, d := range f.Decls {
+		if x, ok := d.(*ast.Field); ok {
+			if name, _, err := ast.LabelName(x.Label); err == nil {
+				declared[name] = true
+			}
+		}
+	}
 	for _, name := range []string{"context", "parameter"} {
 		if !declared[name] {
-			b.WriteString("\n" + name + ": _")
+			f.Decls = append(f.Decls, &ast.Field{Label: ast.NewIdent(name), Value: ast.NewIdent("_")})
 		}
 	}
-	b.WriteString("\n")
-	return b.String(), nil
+	return f, nil
 }
 
 // Eval fills the template with the given values (CUE path → Go value, e.g.
@@ -272,17 +287,60 @@ func (e *Engine) Eval(ctx context.Context, t *Template, fills map[string]any, fn
 		}
 		t = fresh
 	}
-	return e.runLocked(ctx, t.src, t.key, func() error {
-		v := t.value
-		for _, p := range sortedKeys(fills) {
-			fv, err := toValue(v.Context(), fills[p])
-			if err != nil {
-				return &Error{Source: t.src, Path: p, Message: "cannot encode the value to fill in: " + err.Error()}
+	vkey := ""
+	if len(fills) > 0 {
+		if k, err := Key(t.key, fills); err == nil {
+			vkey = k
+			if x, ok := e.values.get(k); ok && x.(evaluated).gen == e.gen {
+				v := x.(evaluated).v
+				return e.runLocked(ctx, t.src, t.key, func() error { return fn(v) })
 			}
-			v = v.FillPath(cue.ParsePath(p), fv)
 		}
+	}
+	var unified cue.Value
+	err := e.runLocked(ctx, t.src, t.key, func() error {
+		v, err := fill(t, fills)
+		if err != nil {
+			return err
+		}
+		unified = v
 		return fn(v)
 	})
+	if err == nil && vkey != "" && unified.Exists() {
+		e.values.put(vkey, evaluated{gen: e.gen, v: unified})
+	}
+	return err
+}
+
+// fill unifies the template with the fills.
+func fill(t *Template, fills map[string]any) (cue.Value, error) {
+	v := t.value
+	if len(fills) == 0 {
+		return v, nil
+	}
+	// One unification with a struct holding every fill costs half of
+	// filling path by path (each FillPath re-evaluates the template).
+	simple := true
+	for p := range fills {
+		if !ast.IsValidIdent(p) || strings.HasPrefix(p, "#") || strings.HasPrefix(p, "_") {
+			simple = false
+		}
+	}
+	if simple {
+		fv, err := toValue(v.Context(), fills)
+		if err != nil {
+			return v, &Error{Source: t.src, Message: "cannot encode the values to fill in: " + err.Error()}
+		}
+		return v.Unify(fv), nil
+	}
+	for _, p := range sortedKeys(fills) {
+		fv, err := toValue(v.Context(), fills[p])
+		if err != nil {
+			return v, &Error{Source: t.src, Path: p, Message: "cannot encode the value to fill in: " + err.Error()}
+		}
+		v = v.FillPath(cue.ParsePath(p), fv)
+	}
+	return v, nil
 }
 
 // runLocked runs fn in its own goroutine and waits for it, for the time

@@ -47,6 +47,12 @@ func (e *Engine) CheckParameter(ctx context.Context, t *Template, props any, cct
 	if err := e.checkInputSize(t.src, props); err != nil {
 		return ParameterCheck{}, err
 	}
+	key, kerr := Key("parameter", t.key, props, cctx, supplied)
+	if kerr == nil {
+		if r, ok := e.Recall(key); ok {
+			return r.(ParameterCheck), nil
+		}
+	}
 	var res ParameterCheck
 	schema := t.value.LookupPath(cue.MakePath(cue.Str("parameter")))
 	err := e.Eval(ctx, t, map[string]any{"context": cctx, "parameter": props}, func(v cue.Value) error {
@@ -150,6 +156,9 @@ func (e *Engine) CheckParameter(ctx context.Context, t *Template, props any, cct
 	}
 	sortFieldErrors(res.Errors)
 	sortFieldErrors(res.Warnings)
+	if kerr == nil {
+		e.Remember(key, res)
+	}
 	return res, nil
 }
 

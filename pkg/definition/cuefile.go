@@ -85,8 +85,13 @@ type File struct {
 
 // ScanCUE reads only the name and kind of a .cue definition file, without
 // evaluating anything. It is the cheap step used to index folders of
-// definitions; ParseCUE does the full read.
+// definitions (ParseCUE does the full read): formatted files (`cue fmt`
+// style: top-level fields at column 0, the header's `type: "..."` on its
+// own line) are recognized from their lines; anything else is parsed.
 func ScanCUE(filename string, src []byte) (string, Kind, error) {
+	if name, kind, ok := scanLines(src); ok {
+		return name, kind, nil
+	}
 	f, err := parser.ParseFile(filename, src)
 	if err != nil {
 		return "", "", fmt.Errorf("%s: parsing CUE: %w", filename, cueErr(err))
@@ -106,6 +111,58 @@ func ScanCUE(filename string, src []byte) (string, Kind, error) {
 		return full.Name, full.Kind, nil
 	}
 	return name, kind, nil
+}
+
+// scanLines finds the header of a formatted definition file: the one
+// top-level `<label>: {` line other than `template: {`, and the first
+// `type: "<kind>"` line at one tab (or two spaces) of indentation inside it.
+func scanLines(src []byte) (string, Kind, bool) {
+	var name string
+	var kind Kind
+	headers := 0
+	inHeader := false
+	for _, line := range strings.Split(string(src), "\n") {
+		if inHeader {
+			if strings.HasPrefix(line, "}") {
+				inHeader = false
+				continue
+			}
+			t := strings.TrimLeft(line, " \t")
+			if kind == "" && len(line)-len(t) <= 2 && strings.HasPrefix(t, "type:") {
+				v := strings.TrimSpace(strings.TrimPrefix(t, "type:"))
+				if len(v) > 2 && v[0] == '"' && v[len(v)-1] == '"' && Kind(v[1:len(v)-1]).Valid() {
+					kind = Kind(v[1 : len(v)-1])
+				}
+			}
+			continue
+		}
+		if line == "" || line[0] == ' ' || line[0] == '\t' || strings.HasPrefix(line, "//") || strings.HasPrefix(line, "import") || line[0] == ')' || line[0] == '}' {
+			continue
+		}
+		label, rest, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(rest) != "{" {
+			continue
+		}
+		label = strings.TrimSpace(label)
+		if label == "template" {
+			continue
+		}
+		if len(label) > 1 && label[0] == '"' && label[len(label)-1] == '"' {
+			label = label[1 : len(label)-1]
+			if strings.ContainsAny(label, "\\\"") {
+				return "", "", false
+			}
+		} else if !ast.IsValidIdent(label) {
+			return "", "", false
+		}
+		headers++
+		name = label
+		inHeader = true
+	}
+	if headers != 1 || kind == "" || name == "" {
+		return "", "", false
+	}
+	return name, kind, true
 }
 
 // literalKind returns the literal value of `type:` in a header struct, or "".

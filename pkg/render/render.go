@@ -196,6 +196,12 @@ func evalComponent(ctx context.Context, engine *cuex.Engine, c *appfile.Componen
 	if err != nil {
 		return nil, err
 	}
+	key, kerr := cuex.Key("component", t.Hash(), cctx, c.Properties)
+	if kerr == nil {
+		if m, ok := engine.Recall(key); ok {
+			return m.(*rendered).copy(), nil
+		}
+	}
 	st := &rendered{outputs: map[string]map[string]any{}}
 	err = engine.Eval(ctx, t, map[string]any{"context": cctx, "parameter": c.Properties}, func(v cue.Value) error {
 		if err := userErrs(src, v); err != nil {
@@ -222,7 +228,26 @@ func evalComponent(ctx context.Context, engine *cuex.Engine, c *appfile.Componen
 	if st.output == nil && len(st.outputs) == 0 {
 		return nil, &cuex.Error{Source: src, Message: "the template defines neither `output` nor `outputs`"}
 	}
+	if kerr == nil {
+		engine.Remember(key, st.copy())
+	}
 	return st, nil
+}
+
+// copy deep-copies the rendered state (memoized states are never handed out).
+func (st *rendered) copy() *rendered {
+	cp := &rendered{outputOrder: append([]string(nil), st.outputOrder...), outputs: make(map[string]map[string]any, len(st.outputs))}
+	if st.output != nil {
+		cp.output = deepCopy(st.output)
+	}
+	for k, v := range st.outputs {
+		cp.outputs[k] = deepCopy(v)
+	}
+	for _, r := range st.traitRes {
+		r.Object = &unstructured.Unstructured{Object: deepCopy(r.Object.Object)}
+		cp.traitRes = append(cp.traitRes, r)
+	}
+	return cp
 }
 
 // applyTrait evaluates one trait: patch the workload, patchOutputs the
@@ -231,6 +256,13 @@ func applyTrait(ctx context.Context, engine *cuex.Engine, c *appfile.Component, 
 	def := tr.Definition
 	if def == nil {
 		return fmt.Errorf("type %q has no definition", tr.Type)
+	}
+	if spec := def.TraitSpec(); spec != nil && len(spec.AppliesToWorkloads) > 0 && c.Definition.IsAutodetect() && st.output != nil {
+		names := append([]string{appfile.AutodetectWorkload, c.Definition.Name}, appfile.KindNames(stringField(st.output, "apiVersion"), stringField(st.output, "kind"))...)
+		if !appfile.AppliesTo(spec.AppliesToWorkloads, names) {
+			return fmt.Errorf("applies to %s, not to the %s %s this component renders", strings.Join(spec.AppliesToWorkloads, ", "),
+				stringField(st.output, "apiVersion"), stringField(st.output, "kind"))
+		}
 	}
 	src := def.CUESource()
 	t, err := engine.Compile(src, def.Template())
@@ -250,7 +282,19 @@ func applyTrait(ctx context.Context, engine *cuex.Engine, c *appfile.Component, 
 	}
 	cctx["outputs"] = outs
 	cctx["componentType"] = c.Type
-	return engine.Eval(ctx, t, map[string]any{"context": cctx, "parameter": tr.Properties}, func(v cue.Value) error {
+	// The trait's effect is a pure function of its template, context
+	// (which holds the current output and outputs) and properties.
+	key, kerr := cuex.Key("trait", t.Hash(), cctx, tr.Properties)
+	if kerr == nil {
+		if m, ok := engine.Recall(key); ok {
+			eff := m.(*rendered).copy()
+			st.output, st.outputs = eff.output, eff.outputs
+			st.traitRes = append(st.traitRes, eff.traitRes...)
+			return nil
+		}
+	}
+	before := len(st.traitRes)
+	err = engine.Eval(ctx, t, map[string]any{"context": cctx, "parameter": tr.Properties}, func(v cue.Value) error {
 		if err := userErrs(src, v); err != nil {
 			return err
 		}
@@ -292,6 +336,14 @@ func applyTrait(ctx context.Context, engine *cuex.Engine, c *appfile.Component, 
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	if kerr == nil {
+		eff := &rendered{output: st.output, outputs: st.outputs, outputOrder: st.outputOrder, traitRes: st.traitRes[before:]}
+		engine.Remember(key, eff.copy())
+	}
+	return nil
 }
 
 func patchErr(src cuex.Source, field string, err error) error {
@@ -381,6 +433,11 @@ func decodeOutputs(src cuex.Source, v cue.Value, field string) ([]string, map[st
 		objs[name] = m
 	}
 	return names, objs, nil
+}
+
+func stringField(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
 }
 
 func baseType(t string) string {

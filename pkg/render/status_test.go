@@ -41,7 +41,7 @@ func TestEvalStatus(t *testing.T) {
 		{reason: "all replicas available", status: st, output: deployment(3, 3, 3, 3, 2, 2), healthy: true, message: "Ready:3/3"},
 		{reason: "rollout in progress", status: st, output: deployment(3, 1, 3, 1, 2, 2), healthy: false, message: "Ready:1/3"},
 		{reason: "fresh object without status is not healthy yet", status: st,
-			output: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "w", "generation": int64(1)}, "spec": map[string]any{"replicas": int64(1)}},
+			output:  map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "w", "generation": int64(1)}, "spec": map[string]any{"replicas": int64(1)}},
 			healthy: false, message: "Ready:0/1"},
 		{reason: "details become strings; stdlib imports work",
 			status: &common.Status{Details: "import \"strings\"\nimage: strings.ToUpper(parameter.image)\nreplicas: context.output.spec.replicas\n"},
