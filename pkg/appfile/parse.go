@@ -150,6 +150,11 @@ func (p *parser) resolve(path string, kind DefinitionKind, typ string) (*Definit
 		p.errorf(path, "unknown %s type %q (no %s definition of that name)", kind, typ, kind)
 		return nil, nil
 	}
+	var de *DefinitionError
+	if errors.As(err, &de) {
+		p.errorf(path, "%s definition %q cannot be used: %v", kind, typ, err)
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s %q (%s): %w", kind, typ, path, err)
 	}

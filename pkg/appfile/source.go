@@ -28,6 +28,18 @@ type DefinitionSource interface {
 	Get(ctx context.Context, kind DefinitionKind, name string) (*Definition, error)
 }
 
+// DefinitionError says a definition exists but cannot be used: its file
+// does not parse, its header is wrong, its attributes do not fit the spec.
+// Parse reports it as a validation error where the definition is used.
+type DefinitionError struct {
+	// Origin is where the definition was read from.
+	Origin string
+	Err    error
+}
+
+func (e *DefinitionError) Error() string { return e.Err.Error() }
+func (e *DefinitionError) Unwrap() error { return e.Err }
+
 // SplitRevision splits "name@vN" into name and N (0 without a pin).
 func SplitRevision(typ string) (string, int64, error) {
 	name, rev, ok := strings.Cut(typ, "@")
@@ -242,12 +254,12 @@ func (s *LocalSource) Get(_ context.Context, kind DefinitionKind, name string) (
 	}
 	f, err := definition.ParseCUE(e.origin, data)
 	if err != nil {
-		e.err = err
-		return nil, err
+		e.err = &DefinitionError{Origin: e.origin, Err: err}
+		return nil, e.err
 	}
 	obj, err := f.Object("")
 	if err != nil {
-		e.err = fmt.Errorf("%s: %w", e.origin, err)
+		e.err = &DefinitionError{Origin: e.origin, Err: fmt.Errorf("%s: %w", e.origin, err)}
 		return nil, e.err
 	}
 	e.def = &Definition{

@@ -9,8 +9,10 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/format"
+	"cuelang.org/go/cue/token"
 )
 
 // FieldError is a problem with one property of a component, trait, policy
@@ -315,16 +317,67 @@ func schemaText(v cue.Value) string {
 	case k == cue.ListKind:
 		return "a list"
 	}
-	n := v.Syntax(cue.Raw())
-	b, err := format.Node(n)
-	if err != nil {
-		return k.String()
-	}
-	s := strings.Join(strings.Fields(string(b)), " ")
+	s := exprText(v)
 	if len(s) > 80 {
 		s = s[:77] + "..."
 	}
 	return s
+}
+
+// exprText formats a schema; a default beside a type that allows it is
+// left out (`*1 | int` reads "int"), other defaults lose their marker
+// (`*"TCP" | "UDP"` reads `"TCP" | "UDP"`).
+func exprText(v cue.Value) string {
+	n := v.Syntax(cue.Raw())
+	x, ok := n.(ast.Expr)
+	if !ok {
+		return syntaxText(v)
+	}
+	var disjuncts []ast.Expr
+	var collect func(e ast.Expr)
+	collect = func(e ast.Expr) {
+		if b, ok := e.(*ast.BinaryExpr); ok && b.Op == token.OR {
+			collect(b.X)
+			collect(b.Y)
+			return
+		}
+		disjuncts = append(disjuncts, e)
+	}
+	collect(x)
+	if len(disjuncts) < 2 {
+		return syntaxText(v)
+	}
+	hasType := false
+	for _, d := range disjuncts {
+		if _, lit := d.(*ast.BasicLit); !lit {
+			if u, ok := d.(*ast.UnaryExpr); !ok || u.Op != token.MUL {
+				hasType = true
+			}
+		}
+	}
+	var parts []string
+	for _, d := range disjuncts {
+		if u, ok := d.(*ast.UnaryExpr); ok && u.Op == token.MUL {
+			if _, lit := u.X.(*ast.BasicLit); lit && hasType {
+				continue
+			}
+			d = u.X
+		}
+		b, err := format.Node(d)
+		if err != nil {
+			return syntaxText(v)
+		}
+		parts = append(parts, strings.Join(strings.Fields(string(b)), " "))
+	}
+	return strings.Join(parts, " | ")
+}
+
+func syntaxText(v cue.Value) string {
+	b, err := format.Node(v.Syntax(cue.Raw()))
+	if err != nil {
+		return v.IncompleteKind().String()
+	}
+	return strings.TrimPrefix(strings.Join(strings.Fields(string(b)), " "), "*")
 }
 
 func expectedSuffix(v cue.Value) string {

@@ -59,7 +59,7 @@ func TestCheckParameter(t *testing.T) {
 				`image: missing required property (expected string)`,
 				`labels.a: expected string, got int 1`,
 				`ports.0.port: expected int, got string "80"`,
-				`replicas: expected *1 | int & >=0, got string "x"`,
+				`replicas: expected int & >=0, got string "x"`,
 			},
 		},
 		{
@@ -84,7 +84,7 @@ func TestCheckParameter(t *testing.T) {
 			reason:   "bounds are checked",
 			template: paramTemplate,
 			props:    map[string]any{"image": "x", "replicas": int64(-1)},
-			errs:     []string{"replicas: expected *1 | int & >=0, got int -1"},
+			errs:     []string{"replicas: expected int & >=0, got int -1"},
 		},
 	}
 	for _, tc := range cases {

@@ -284,10 +284,6 @@ func ParseCUE(filename string, src []byte) (*File, error) {
 		return nil, fmt.Errorf("%s: header of %q: type %q is not one of component, trait, policy, workflow-step", filename, name, h.Type)
 	}
 
-	body, ok := tmpl.Value.(*ast.StructLit)
-	if !ok || !body.Lbrace.IsValid() || !body.Rbrace.IsValid() {
-		return nil, fmt.Errorf("%s: %s: `template` must be a struct literal `{...}`", filename, tmpl.Pos())
-	}
 	var tb strings.Builder
 	importLines := 0
 	for _, imp := range imports {
@@ -296,11 +292,27 @@ func ParseCUE(filename string, src []byte) (*File, error) {
 		tb.WriteByte('\n')
 		importLines += strings.Count(text, "\n") + 1
 	}
-	bodyText := string(src[body.Lbrace.Offset()+1 : body.Rbrace.Offset()])
-	bodyText = strings.TrimPrefix(bodyText, "\n")
-	firstBodyLine := body.Lbrace.Line() + 1
-	if !strings.HasPrefix(string(src[body.Lbrace.Offset()+1:]), "\n") {
+	var bodyText string
+	var firstBodyLine int
+	if body, ok := tmpl.Value.(*ast.StructLit); ok && body.Lbrace.IsValid() && body.Rbrace.IsValid() {
+		bodyText = string(src[body.Lbrace.Offset()+1 : body.Rbrace.Offset()])
 		firstBodyLine = body.Lbrace.Line()
+		if strings.HasPrefix(bodyText, "\n") {
+			bodyText = bodyText[1:]
+			firstBodyLine++
+		}
+	} else {
+		// `template: parameter: {...}` and other shorthands: the value
+		// itself is the body.
+		from, to := tmpl.Value.Pos(), tmpl.Value.End()
+		if st, ok := tmpl.Value.(*ast.StructLit); ok && len(st.Elts) > 0 {
+			from, to = st.Elts[0].Pos(), st.Elts[len(st.Elts)-1].End()
+		}
+		if !from.IsValid() || !to.IsValid() || to.Offset() > len(src) {
+			return nil, fmt.Errorf("%s: %s: cannot read the `template` block", filename, tmpl.Pos())
+		}
+		bodyText = string(src[from.Offset():to.Offset()])
+		firstBodyLine = from.Line()
 	}
 	tb.WriteString(dedent(bodyText))
 	return &File{
@@ -499,21 +511,30 @@ func multilineStrings(x ast.Expr, depth int) {
 	}
 }
 
-// cueErr flattens a CUE error into one error whose message lists every
-// error with its position.
+// cueErr flattens a CUE error into one line per error: "message (at
+// file:line:col)".
 func cueErr(err error) error {
 	if err == nil {
 		return nil
 	}
 	errs := cueerrors.Errors(err)
-	if len(errs) <= 1 {
-		return fmt.Errorf("%s", strings.TrimSpace(cueerrors.Details(err, nil)))
+	if len(errs) == 0 {
+		return err
 	}
 	msgs := make([]string, 0, len(errs))
 	for _, e := range errs {
-		msgs = append(msgs, strings.TrimSpace(cueerrors.Details(e, nil)))
+		format, args := e.Msg()
+		msg := fmt.Sprintf(format, args...)
+		var pos []string
+		for _, p := range cueerrors.Positions(e) {
+			pos = append(pos, p.String())
+		}
+		if len(pos) > 0 {
+			msg += " (at " + strings.Join(pos, ", ") + ")"
+		}
+		msgs = append(msgs, msg)
 	}
-	return fmt.Errorf("%s", strings.Join(msgs, "\n"))
+	return fmt.Errorf("%s", strings.Join(msgs, "; "))
 }
 
 // attributesJSON returns a's JSON encoding ("{}" when empty).
