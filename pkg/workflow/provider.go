@@ -198,6 +198,10 @@ func applyComponent(ctx context.Context, p componentParams, rt providertypes.Run
 	objs := make(map[string][]render.Resource)
 	var clusters []string
 	for _, r := range res {
+		if r.Reference {
+			// A reference names existing objects; it is read, not applied.
+			continue
+		}
 		if _, seen := objs[r.Cluster]; !seen {
 			clusters = append(clusters, r.Cluster)
 		}
