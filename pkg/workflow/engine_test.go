@@ -498,7 +498,9 @@ func TestRetryLimit(t *testing.T) {
 func TestTerminalApplyErrorFailsAtOnce(t *testing.T) {
 	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{applyStep("owned", "a")}}
 	h := newHarness(t, wf, Options{}, comps("a")...)
-	h.deployer.applyErr = func(string) error { return Terminal(errors.New("ConfigMap default/x belongs to Application default/other")) }
+	h.deployer.applyErr = func(string) error {
+		return Terminal(errors.New("ConfigMap default/x belongs to Application default/other"))
+	}
 	res := h.pass()
 	assert.True(t, res.Status.Finished)
 	assert.Equal(t, wfv1alpha1.WorkflowStateFailed, res.Status.Status)
