@@ -214,9 +214,15 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Building a value evaluates it (with `parameter` and `context` open),
+	// so compiling runs under the time limit too.
 	var v cue.Value
-	if perr := safely(func() { v = e.cctx.BuildFile(file) }); perr != nil {
-		return nil, &Error{Source: src, Message: "CUE compiler panicked: " + perr.Error()}
+	cctx := e.cctx
+	if err := e.runLocked(context.Background(), src, key, func() error {
+		v = cctx.BuildFile(file)
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	if err := v.Err(); err != nil {
 		return nil, translate(src, err, "")

@@ -1,0 +1,134 @@
+package cuex
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"cuelang.org/go/cue"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCompileCachesByContent(t *testing.T) {
+	e := NewEngine()
+	src := Source{Kind: "trait", Name: "a"}
+	t1, err := e.Compile(src, "parameter: x: int\n")
+	require.NoError(t, err)
+	t2, err := e.Compile(src, "parameter: x: int\n")
+	require.NoError(t, err)
+	assert.Same(t, t1, t2, "same content, same compiled template")
+	t3, err := e.Compile(Source{Kind: "trait", Name: "b"}, "parameter: x: int\n")
+	require.NoError(t, err)
+	assert.Equal(t, t1.Hash(), t3.Hash())
+	assert.Equal(t, "b", t3.Source().Name, "a shared template keeps its own name for errors")
+}
+
+func TestCompileErrors(t *testing.T) {
+	e := NewEngine()
+	cases := []struct {
+		reason string
+		src    Source
+		text   string
+		want   string
+	}{
+		{
+			reason: "syntax errors carry the file position, mapped past the template block",
+			src:    Source{Kind: "component", Name: "web", File: "defs/web.cue", LineOffset: 10},
+			text:   "output: {\n\tkind: \"x\" +\n}\n",
+			want:   `component "web": expected operand, found '}' (at defs/web.cue:13:1)`,
+		},
+		{
+			reason: "provider imports are refused outside workflow steps",
+			src:    Source{Kind: "trait", Name: "t"},
+			text:   "import \"vela/kube\"\nx: kube.#Apply\n",
+			want:   `trait "t": imports vela/kube, which is not a CUE standard-library package (only workflow-step definitions may import provider packages)`,
+		},
+		{
+			reason: "oversized sources are refused",
+			src:    Source{Kind: "trait", Name: "big"},
+			text:   "x: \"" + strings.Repeat("a", 2<<20) + "\"\n",
+			want:   `trait "big": CUE source is 2097158 bytes, over the limit of 1048576`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			_, err := e.Compile(tc.src, tc.text)
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+		})
+	}
+}
+
+func TestEvalErrorsNameDefinitionPathValuesAndPosition(t *testing.T) {
+	e := NewEngine()
+	tm, err := e.Compile(Source{Kind: "trait", Name: "scaler", File: "scaler.cue", LineOffset: 5}, "parameter: replicas: int\npatch: spec: replicas: parameter.replicas & 3\n")
+	require.NoError(t, err)
+	err = e.Eval(context.Background(), tm, map[string]any{"parameter": map[string]any{"replicas": int64(2)}}, func(v cue.Value) error {
+		return Translate(tm.Source(), v.LookupPath(cue.ParsePath("patch")).Validate(), "")
+	})
+	require.Error(t, err)
+	assert.Equal(t, `trait "scaler": patch.spec.replicas: conflicting values 2 and 3 (at scaler.cue:7:45)`, err.Error())
+}
+
+func TestEvalTimeoutAbandonsAndRemembers(t *testing.T) {
+	e := NewEngine(WithLimits(Limits{Timeout: 150 * time.Millisecond}))
+	slow := `import "list"
+n: len([for i in list.Range(0, 4000, 1) for j in list.Range(0, 4000, 1) if i*j == -1 {i}])
+`
+	start := time.Now()
+	_, err := e.Compile(Source{Kind: "component", Name: "spinner"}, slow)
+	require.Error(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	var ce *Error
+	require.True(t, errors.As(err, &ce))
+	assert.Equal(t, "spinner", ce.Source.Name, "the error names the definition")
+	assert.Contains(t, err.Error(), "did not finish within 150ms")
+
+	// Remembered: no second attempt.
+	start = time.Now()
+	_, err = e.Compile(Source{Kind: "component", Name: "spinner"}, slow)
+	require.Error(t, err)
+	assert.Less(t, time.Since(start), 100*time.Millisecond)
+
+	// The engine still works for other templates.
+	ok, err := e.Compile(Source{Kind: "component", Name: "fine"}, "x: 1 + 1\n")
+	require.NoError(t, err)
+	require.NoError(t, e.Eval(context.Background(), ok, nil, func(v cue.Value) error {
+		n, err := v.LookupPath(cue.ParsePath("x")).Int64()
+		assert.Equal(t, int64(2), n)
+		return err
+	}))
+}
+
+func TestEvalTimeoutWhenPropertiesExplode(t *testing.T) {
+	e := NewEngine(WithLimits(Limits{Timeout: 150 * time.Millisecond}))
+	tm, err := e.Compile(Source{Kind: "component", Name: "grid"}, `import "list"
+parameter: n: int
+n: len([for i in list.Range(0, parameter.n, 1) for j in list.Range(0, parameter.n, 1) if i*j == -1 {i}])
+`)
+	require.NoError(t, err, "with parameter open the template is cheap")
+	err = e.Eval(context.Background(), tm, map[string]any{"parameter": map[string]any{"n": int64(5000)}}, func(v cue.Value) error {
+		_, err := v.LookupPath(cue.ParsePath("n")).Int64()
+		return err
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `component "grid": evaluation did not finish within 150ms`)
+}
+
+func TestEvalRecoversPanics(t *testing.T) {
+	e := NewEngine()
+	tm, err := e.Compile(Source{Kind: "component", Name: "p"}, "x: 1\n")
+	require.NoError(t, err)
+	err = e.Eval(context.Background(), tm, nil, func(cue.Value) error { panic("boom") })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `component "p": CUE evaluation panicked: boom`)
+}
+
+func TestEncodeKeepsNumberKinds(t *testing.T) {
+	s, err := EncodeCUE(map[string]any{"i": int64(2), "f": 2.0, "g": -1.5, "s": `a\(b)"`, "n": nil, "l": []any{true}})
+	require.NoError(t, err)
+	assert.Equal(t, `{"f":2.0,"g":-1.5,"i":2,"l":[true],"n":null,"s":"a\\(b)\""}`, s)
+}
