@@ -1,0 +1,182 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/health"
+	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/render"
+	"github.com/oamflow/oamflow/pkg/resourcekeeper"
+	"github.com/oamflow/oamflow/pkg/workflow"
+)
+
+// appDeployer is the workflow.Deployer of one reconcile: it renders from
+// the parsed revision, applies through the revision's Keeper and checks
+// health with the HealthChecker.
+type appDeployer struct {
+	af       *appfile.AppFile
+	revision string
+	renderer Renderer
+	keeper   Keeper
+	health   HealthChecker
+}
+
+var _ workflow.Deployer = (*appDeployer)(nil)
+
+func (d *appDeployer) Component(name string) (workflow.Component, bool) {
+	c := d.af.Component(name)
+	if c == nil {
+		return workflow.Component{}, false
+	}
+	return workflow.Component{Name: c.Name, Properties: c.Properties, Inputs: c.Inputs, Outputs: c.Outputs}, true
+}
+
+func (d *appDeployer) options(req workflow.ComponentRequest) render.Options {
+	return render.Options{AppRevision: d.revision, Cluster: req.Cluster, Namespace: req.Namespace}
+}
+
+// withProperties returns af with component name's properties replaced
+// (af itself is not modified).
+func withProperties(af *appfile.AppFile, name string, props map[string]any) *appfile.AppFile {
+	if props == nil {
+		return af
+	}
+	cp := *af
+	cp.Components = make([]*appfile.Component, len(af.Components))
+	for i, c := range af.Components {
+		if c.Name == name {
+			cc := *c
+			cc.Properties = props
+			c = &cc
+		}
+		cp.Components[i] = c
+	}
+	return &cp
+}
+
+func (d *appDeployer) Render(ctx context.Context, req workflow.ComponentRequest) ([]render.Resource, error) {
+	return d.renderer.RenderComponent(ctx, withProperties(d.af, req.Name, req.Properties), req.Name, d.options(req))
+}
+
+func (d *appDeployer) Apply(ctx context.Context, cluster string, objs []*unstructured.Unstructured) error {
+	err := d.keeper.Apply(ctx, cluster, objs)
+	var own *resourcekeeper.OwnershipError
+	var ro *resourcekeeper.ReadOnlyMissingError
+	if errors.As(err, &own) || errors.As(err, &ro) {
+		return workflow.Terminal(err)
+	}
+	return err
+}
+
+func (d *appDeployer) Health(ctx context.Context, req workflow.ComponentRequest, res []render.Resource) (workflow.ComponentHealth, error) {
+	return d.health.ComponentHealth(ctx, withProperties(d.af, req.Name, req.Properties), req, d.options(req), res)
+}
+
+// defaultHealth judges components with package health: the definition's
+// CUE status (evaluated by render.EvalStatus) when it has a healthPolicy,
+// else kstatus on every live object; traits likewise, a component being
+// healthy only when its traits are.
+type defaultHealth struct {
+	clients multicluster.ClusterClients
+}
+
+func evalStatus(ctx context.Context, st *common.Status, parameter map[string]any, liveOutput map[string]any,
+	liveOutputs map[string]map[string]any, cctx map[string]any) (health.EvalResult, error) {
+	r, err := render.EvalStatus(ctx, st, parameter, liveOutput, liveOutputs, cctx)
+	return health.EvalResult{Healthy: r.Healthy, Message: r.Message, Details: r.Details}, err
+}
+
+func (h defaultHealth) ComponentHealth(ctx context.Context, af *appfile.AppFile, req workflow.ComponentRequest, opts render.Options, res []render.Resource) (workflow.ComponentHealth, error) {
+	comp := af.Component(req.Name)
+	if comp == nil {
+		return workflow.ComponentHealth{}, fmt.Errorf("component %q is not in the Application", req.Name)
+	}
+	c, err := h.clients.Client(ctx, req.Cluster)
+	if err != nil {
+		return workflow.ComponentHealth{}, err
+	}
+	ns := req.Namespace
+	if ns == "" {
+		ns = af.Namespace
+	}
+	out := workflow.ComponentHealth{Status: common.ApplicationComponentStatus{Name: req.Name, Namespace: ns, Cluster: req.Cluster}}
+	var output *health.Object
+	outputs := map[string]health.Object{}
+	traitOutputs := map[string]map[string]health.Object{}
+	for _, r := range res {
+		if r.Reference {
+			continue
+		}
+		o, err := health.Fetch(ctx, c, r.Object)
+		if err != nil {
+			return out, err
+		}
+		switch {
+		case r.Trait != "":
+			if traitOutputs[r.Trait] == nil {
+				traitOutputs[r.Trait] = map[string]health.Object{}
+			}
+			traitOutputs[r.Trait][r.Output] = o
+		case r.IsWorkload():
+			oc := o
+			output = &oc
+			if o.Live != nil {
+				out.Output = o.Live.Object
+			}
+			out.Status.WorkloadDefinition = common.WorkloadGVK{APIVersion: r.Object.GetAPIVersion(), Kind: r.Object.GetKind()}
+		default:
+			outputs[r.Output] = o
+			if o.Live != nil {
+				if out.Outputs == nil {
+					out.Outputs = map[string]any{}
+				}
+				out.Outputs[r.Output] = o.Live.Object
+			}
+		}
+	}
+	cctx := render.Context(af, req.Name, opts)
+	ev := health.StatusEvaluatorFn(evalStatus)
+	var st *common.Status
+	if comp.Definition != nil {
+		st = comp.Definition.Status()
+	}
+	oc, err := health.Evaluate(ctx, ev, health.Subject{Status: st, Parameter: comp.Properties, Context: cctx, Output: output, Outputs: outputs})
+	if err != nil {
+		oc.Healthy = false
+	}
+	out.Status.Healthy, out.Status.Message, out.Status.Details = oc.Healthy, oc.Message, oc.Details
+	for _, t := range comp.Traits {
+		var tst *common.Status
+		if t.Definition != nil {
+			tst = t.Definition.Status()
+		}
+		subj := health.Subject{Status: tst, Parameter: t.Properties, Context: cctx, Outputs: traitOutputs[t.Type]}
+		if tst != nil && tst.HealthPolicy != "" {
+			// The trait's policy may read context.output; without one only
+			// the trait's own objects are judged.
+			subj.Output = output
+		}
+		if len(subj.Outputs) == 0 && (tst == nil || (tst.HealthPolicy == "" && tst.CustomStatus == "")) {
+			out.Status.Traits = append(out.Status.Traits, common.ApplicationTraitStatus{Type: t.Type, Healthy: true})
+			continue
+		}
+		to, err := health.Evaluate(ctx, ev, subj)
+		if err != nil {
+			to.Healthy = false
+		}
+		out.Status.Traits = append(out.Status.Traits, common.ApplicationTraitStatus{Type: t.Type, Healthy: to.Healthy, Message: to.Message, Details: to.Details})
+		if !to.Healthy {
+			out.Status.Healthy = false
+			if out.Status.Message == "" || oc.Healthy {
+				out.Status.Message = fmt.Sprintf("trait %s: %s", t.Type, to.Message)
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,95 @@
+package controller
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/render"
+	"github.com/oamflow/oamflow/pkg/resourcekeeper"
+	"github.com/oamflow/oamflow/pkg/workflow"
+)
+
+// Parser parses and validates an Application against a definition source.
+type Parser interface {
+	Parse(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource) (*appfile.AppFile, error)
+}
+
+// ParserFn adapts a function to Parser.
+type ParserFn func(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource) (*appfile.AppFile, error)
+
+// Parse calls fn.
+func (fn ParserFn) Parse(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource) (*appfile.AppFile, error) {
+	return fn(ctx, app, src)
+}
+
+// SourceFactory returns the source of the definitions currently installed,
+// as seen from app's namespace.
+type SourceFactory interface {
+	Source(app *v1beta1.Application) appfile.DefinitionSource
+}
+
+// SourceFactoryFn adapts a function to SourceFactory.
+type SourceFactoryFn func(app *v1beta1.Application) appfile.DefinitionSource
+
+// Source calls fn.
+func (fn SourceFactoryFn) Source(app *v1beta1.Application) appfile.DefinitionSource { return fn(app) }
+
+// Renderer renders one component of a parsed Application.
+type Renderer interface {
+	RenderComponent(ctx context.Context, af *appfile.AppFile, component string, opts render.Options) ([]render.Resource, error)
+}
+
+// RendererFn adapts a function to Renderer.
+type RendererFn func(ctx context.Context, af *appfile.AppFile, component string, opts render.Options) ([]render.Resource, error)
+
+// RenderComponent calls fn.
+func (fn RendererFn) RenderComponent(ctx context.Context, af *appfile.AppFile, component string, opts render.Options) ([]render.Resource, error) {
+	return fn(ctx, af, component, opts)
+}
+
+// Keeper applies and tracks the objects of one Application revision (see
+// package resourcekeeper).
+type Keeper interface {
+	Apply(ctx context.Context, cluster string, objs []*unstructured.Unstructured) error
+	GarbageCollect(ctx context.Context) (done bool, err error)
+	Delete(ctx context.Context) (done bool, err error)
+	StateKeep(ctx context.Context) error
+	AppliedResources(ctx context.Context) ([]common.ClusterObjectReference, error)
+}
+
+// KeeperFactory builds the Keeper of revision N of app.
+type KeeperFactory interface {
+	Keeper(app *v1beta1.Application, revision int64, policies resourcekeeper.Policies) (Keeper, error)
+}
+
+// KeeperFactoryFn adapts a function to KeeperFactory.
+type KeeperFactoryFn func(app *v1beta1.Application, revision int64, policies resourcekeeper.Policies) (Keeper, error)
+
+// Keeper calls fn.
+func (fn KeeperFactoryFn) Keeper(app *v1beta1.Application, revision int64, policies resourcekeeper.Policies) (Keeper, error) {
+	return fn(app, revision, policies)
+}
+
+// HealthChecker checks the health of one applied component from its
+// rendered resources.
+type HealthChecker interface {
+	ComponentHealth(ctx context.Context, af *appfile.AppFile, req workflow.ComponentRequest, opts render.Options, resources []render.Resource) (workflow.ComponentHealth, error)
+}
+
+// HealthCheckerFn adapts a function to HealthChecker.
+type HealthCheckerFn func(ctx context.Context, af *appfile.AppFile, req workflow.ComponentRequest, opts render.Options, resources []render.Resource) (workflow.ComponentHealth, error)
+
+// ComponentHealth calls fn.
+func (fn HealthCheckerFn) ComponentHealth(ctx context.Context, af *appfile.AppFile, req workflow.ComponentRequest, opts render.Options, resources []render.Resource) (workflow.ComponentHealth, error) {
+	return fn(ctx, af, req, opts, resources)
+}
+
+// WorkflowRunner runs an Application's workflow (see package workflow).
+type WorkflowRunner interface {
+	Execute(ctx context.Context, run workflow.Run) (workflow.Result, error)
+	Reset(ctx context.Context, app *v1beta1.Application) error
+}

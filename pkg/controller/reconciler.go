@@ -1,0 +1,732 @@
+// Package controller reconciles Applications: it parses an Application
+// against its definitions, keeps its history as ApplicationRevisions, runs
+// its workflow (package workflow), and then watches over what the workflow
+// deployed — health, drift, and garbage left by older revisions — until
+// the Application changes or is deleted.
+//
+// One Reconcile reads as a list of small phases over a scope; each phase
+// fills the scope fields the next ones read and sets its own condition
+// (Parsed, Revision, Policy, Workflow); a deferred function sets Ready,
+// derives status.status, emits an Event when the phase changed, and
+// patches the status once. Panics are recovered there and reported.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/cuex"
+	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/render"
+	"github.com/oamflow/oamflow/pkg/resourcekeeper"
+	"github.com/oamflow/oamflow/pkg/revision"
+	"github.com/oamflow/oamflow/pkg/workflow"
+)
+
+// Finalizer holds an Application until everything it deployed is gone.
+const Finalizer = "oamflow.dev/application"
+
+// Options configure the Reconciler.
+type Options struct {
+	// RevisionLimit is how many ApplicationRevisions are kept per
+	// Application unless a garbage-collect policy's applicationRevisionLimit
+	// says otherwise (0: revision.DefaultLimit).
+	RevisionLimit int
+	// StepTimeout is the timeout of workflow steps that set none (0: none).
+	StepTimeout time.Duration
+	// UnhealthyRequeue is how soon an unhealthy Application is checked
+	// again (0: 10s).
+	UnhealthyRequeue time.Duration
+	// Concurrency bounds parallel reconciles; it also sizes the pool of CUE
+	// engines (0: 1).
+	Concurrency int
+}
+
+// Option injects a dependency.
+type Option func(*Reconciler)
+
+// WithParser replaces appfile.Parse.
+func WithParser(p Parser) Option { return func(r *Reconciler) { r.parser = p } }
+
+// WithSources replaces the source of live definitions.
+func WithSources(s SourceFactory) Option { return func(r *Reconciler) { r.sources = s } }
+
+// WithRenderer replaces render.RenderComponent.
+func WithRenderer(rd Renderer) Option { return func(r *Reconciler) { r.renderer = rd } }
+
+// WithKeepers replaces the resourcekeeper factory.
+func WithKeepers(k KeeperFactory) Option { return func(r *Reconciler) { r.keepers = k } }
+
+// WithHealth replaces the component health checker.
+func WithHealth(h HealthChecker) Option { return func(r *Reconciler) { r.health = h } }
+
+// WithClusterClients sets the clients of target clusters (default: the hub
+// only, through the Reconciler's reader-backed client).
+func WithClusterClients(c multicluster.ClusterClients) Option {
+	return func(r *Reconciler) { r.clients = c }
+}
+
+// Reconciler reconciles Applications.
+type Reconciler struct {
+	client    client.Client
+	direct    client.Client
+	recorder  record.EventRecorder
+	revisions *revision.Manager
+	workflow  WorkflowRunner
+	opts      Options
+
+	parser   Parser
+	sources  SourceFactory
+	renderer Renderer
+	keepers  KeeperFactory
+	health   HealthChecker
+	clients  multicluster.ClusterClients
+	engines  chan *cuex.Engine
+}
+
+// New returns a Reconciler. c reads Applications (a cached client is
+// fine); direct must read from the API server without a cache (revisions,
+// definitions, applied objects); systemNamespace is where shared
+// definitions live (oamflow-system). Dependencies not given by options
+// are the real packages: appfile.Parse against the cluster's definitions
+// (then builtins, when not nil), render.RenderComponent,
+// resourcekeeper.New and package health.
+func New(c, direct client.Client, recorder record.EventRecorder, wf WorkflowRunner, systemNamespace string, builtins appfile.DefinitionSource, opts Options, with ...Option) *Reconciler {
+	if opts.RevisionLimit <= 0 {
+		opts.RevisionLimit = revision.DefaultLimit
+	}
+	if opts.UnhealthyRequeue <= 0 {
+		opts.UnhealthyRequeue = 10 * time.Second
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 1
+	}
+	r := &Reconciler{
+		client:    c,
+		direct:    direct,
+		recorder:  recorder,
+		revisions: revision.NewManager(direct, direct),
+		workflow:  wf,
+		opts:      opts,
+		parser:    ParserFn(appfile.Parse),
+		renderer:  RendererFn(render.RenderComponent),
+		clients:   multicluster.HubOnly{Hub: direct},
+	}
+	r.sources = SourceFactoryFn(func(app *v1beta1.Application) appfile.DefinitionSource {
+		return appfile.Chain(appfile.NewClusterSource(direct, app.Namespace, systemNamespace), builtins)
+	})
+	for _, o := range with {
+		o(r)
+	}
+	if r.keepers == nil {
+		clients := r.clients
+		r.keepers = KeeperFactoryFn(func(app *v1beta1.Application, n int64, p resourcekeeper.Policies) (Keeper, error) {
+			return resourcekeeper.New(app, n, resourcekeeper.Options{Clients: clients, Policies: p})
+		})
+	}
+	if r.health == nil {
+		r.health = defaultHealth{clients: r.clients}
+	}
+	r.engines = make(chan *cuex.Engine, opts.Concurrency)
+	for i := 0; i < opts.Concurrency; i++ {
+		r.engines <- cuex.NewEngine()
+	}
+	return r
+}
+
+// SetupWithManager registers the Reconciler for Applications. Besides
+// spec changes it reacts to label and annotation changes (publishVersion,
+// restart), deletion, and the workflow operations users make on the
+// status (suspend, resume, terminate, restart from a step); its own status
+// writes do not trigger it.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1beta1.Application{}).
+		WithEventFilter(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			o, okO := e.ObjectOld.(*v1beta1.Application)
+			n, okN := e.ObjectNew.(*v1beta1.Application)
+			if !okO || !okN {
+				return true
+			}
+			return needsReconcile(o, n)
+		}}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Concurrency}).
+		Complete(r)
+}
+
+// needsReconcile reports whether an update of an Application asks for a
+// reconcile: anything but a status write, or a workflow operation.
+func needsReconcile(o, n *v1beta1.Application) bool {
+	if o.Generation != n.Generation || !n.DeletionTimestamp.Equal(o.DeletionTimestamp) ||
+		!reflect.DeepEqual(o.Labels, n.Labels) || !reflect.DeepEqual(o.Annotations, n.Annotations) ||
+		!reflect.DeepEqual(o.Finalizers, n.Finalizers) {
+		return true
+	}
+	ow, nw := o.Status.Workflow, n.Status.Workflow
+	if (ow == nil) != (nw == nil) {
+		return true
+	}
+	if ow == nil {
+		return false
+	}
+	return ow.Suspend != nw.Suspend || ow.Terminated != nw.Terminated || ow.Finished != nw.Finished ||
+		len(nw.Steps) < len(ow.Steps) || ow.AppRevision != nw.AppRevision
+}
+
+// scope is what one Reconcile learns; the comment on each field names the
+// phase that fills it.
+type scope struct {
+	app    *v1beta1.Application
+	before *v1beta1.Application
+	log    logr.Logger
+	engine *cuex.Engine
+
+	// restart: the user asked to restart the workflow (prepare).
+	restart bool
+
+	// parse: the latest revision before this reconcile, whether the app was
+	// parsed against the live definitions and why, the parsed app and the
+	// definitions it used.
+	latest *v1beta1.ApplicationRevision
+	live   bool
+	why    string
+	af     *appfile.AppFile
+	defs   revision.Definitions
+
+	// revision: the revision to deploy, its number, whether it is new.
+	rev    *v1beta1.ApplicationRevision
+	revNum int64
+
+	// policy: the resource policies, the revision limit and the Keeper.
+	policies resourcekeeper.Policies
+	revLimit int
+	keeper   Keeper
+
+	// workflow: whether the run finished in this reconcile, or ran at all.
+	justFinished bool
+	ran          bool
+
+	// health: what the health phase found.
+	ready readyInput
+
+	requeue time.Duration
+	stop    bool
+}
+
+func (s *scope) requeueAfter(d time.Duration) {
+	if d > 0 && (s.requeue == 0 || d < s.requeue) {
+		s.requeue = d
+	}
+}
+
+type phase struct {
+	name string
+	run  func(ctx context.Context, s *scope) error
+}
+
+// Reconcile brings one Application one step closer to what it asks for.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	log := ctrl.LoggerFrom(ctx)
+	app := &v1beta1.Application{}
+	if err := r.client.Get(ctx, req.NamespacedName, app); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !app.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, app)
+	}
+	s := &scope{app: app, log: log}
+	if err := r.prepare(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.before = app.DeepCopy()
+	s.engine = <-r.engines
+	defer func() { r.engines <- s.engine }()
+	ctx = appfile.WithEngine(ctx, s.engine)
+
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error(fmt.Errorf("%v", p), "reconcile panicked", "stack", string(debug.Stack()))
+			retErr = fmt.Errorf("internal error reconciling %s: %v", req.NamespacedName, p)
+			setCondition(app, ConditionReady, false, ReasonReconcilePanic, retErr.Error())
+			r.recorder.Event(app, "Warning", ReasonReconcilePanic, retErr.Error())
+			if err := r.patchStatus(ctx, s); err != nil {
+				log.Error(err, "patching status after a panic")
+			}
+			return
+		}
+		r.summarize(s, retErr)
+		if err := r.patchStatus(ctx, s); err != nil {
+			if retErr == nil {
+				retErr = err
+			}
+			return
+		}
+		if retErr == nil {
+			res = ctrl.Result{RequeueAfter: s.requeue}
+		}
+	}()
+
+	for _, p := range []phase{
+		{"parse", r.parse},
+		{"revision", r.revision},
+		{"policy", r.policy},
+		{"workflow", r.runWorkflow},
+		{"health", r.checkHealth},
+	} {
+		if err := p.run(ctx, s); err != nil {
+			if isUserError(err) {
+				log.V(1).Info("application cannot be deployed as written", "phase", p.name, "reason", err.Error())
+				return ctrl.Result{}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("%s phase: %w", p.name, err)
+		}
+		if s.stop {
+			break
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// prepare adds the finalizer and consumes the restart annotation; these
+// are metadata writes, done before the status is touched.
+func (r *Reconciler) prepare(ctx context.Context, s *scope) error {
+	app := s.app
+	base := app.DeepCopy()
+	changed := controllerutil.AddFinalizer(app, Finalizer)
+	if v, ok := app.Annotations[v1beta1.AnnoRestartWorkflow]; ok && v == "true" {
+		delete(app.Annotations, v1beta1.AnnoRestartWorkflow)
+		s.restart = true
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	if err := r.client.Patch(ctx, app, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("updating finalizers and annotations of %s/%s: %w", app.Namespace, app.Name, err)
+	}
+	return nil
+}
+
+// parse reads the latest revision and parses the Application: against the
+// live definitions when it changed (or asks for autoUpdate, or a
+// restart), else from the latest revision's snapshot.
+func (r *Reconciler) parse(ctx context.Context, s *scope) error {
+	app := s.app
+	if lr := app.Status.LatestRevision; lr != nil && lr.Name != "" {
+		latest, err := r.revisions.Get(ctx, app.Namespace, lr.Name)
+		if err != nil {
+			setParsedCondition(app, "", err)
+			return err
+		}
+		s.latest = latest
+	}
+	live, why, err := revision.NeedsLive(app, s.latest, s.restart)
+	if err != nil {
+		setParsedCondition(app, "", err)
+		return err
+	}
+	s.live, s.why = live, why
+	if !live {
+		snap := revision.Application(s.latest, app)
+		af, err := r.parser.Parse(ctx, snap, revision.Source(s.latest))
+		if err != nil {
+			err = classifyParse(err)
+			setParsedCondition(app, "", err)
+			return err
+		}
+		s.af, s.defs = af, revision.FromRevision(s.latest)
+		setParsedCondition(app, "rendering revision "+s.latest.Name, nil)
+		return nil
+	}
+	rec := revision.NewRecorder(r.sources.Source(app))
+	af, err := r.parser.Parse(ctx, app, rec)
+	if err == nil {
+		err = resolveSteps(ctx, af)
+	}
+	if err != nil {
+		err = classifyParse(err)
+		setParsedCondition(app, "", err)
+		return err
+	}
+	defs, err := rec.Definitions()
+	if err != nil {
+		setParsedCondition(app, "", err)
+		return err
+	}
+	s.af, s.defs = af, defs
+	setParsedCondition(app, "parsed against the installed definitions ("+why+")", nil)
+	return nil
+}
+
+// classifyParse marks validation errors and missing definitions as the
+// user's.
+func classifyParse(err error) error {
+	var ve *appfile.ValidationError
+	if errors.As(err, &ve) || errors.Is(err, appfile.ErrDefinitionNotFound) || isUserError(err) {
+		return &userError{err: err}
+	}
+	return err
+}
+
+// resolveSteps resolves the definition of every workflow step, so that a
+// missing step type is reported now and the revision snapshots them all.
+func resolveSteps(ctx context.Context, af *appfile.AppFile) error {
+	if af.Workflow == nil {
+		return nil
+	}
+	for i, s := range af.Workflow.Steps {
+		if _, err := s.Definition(ctx); err != nil {
+			return &userError{err: fmt.Errorf("spec.workflow.steps[%d] (%s): type %q: %w", i, s.Name, s.Type, err)}
+		}
+		for j, sub := range s.SubSteps {
+			if _, err := sub.Definition(ctx); err != nil {
+				return &userError{err: fmt.Errorf("spec.workflow.steps[%d].subSteps[%d] (%s): type %q: %w", i, j, sub.Name, sub.Type, err)}
+			}
+		}
+	}
+	return nil
+}
+
+// revision picks the revision to deploy: the latest one when the app was
+// rendered from it or its content hash is unchanged, else a new one.
+func (r *Reconciler) revision(ctx context.Context, s *scope) error {
+	app := s.app
+	created := false
+	if !s.live {
+		s.rev = s.latest
+	} else {
+		hash, err := revision.Hash(app, s.defs)
+		if err != nil {
+			setRevisionCondition(app, "", false, "", err)
+			return err
+		}
+		if s.latest != nil && s.latest.Labels[v1beta1.LabelAppRevisionHash] == hash {
+			s.rev = s.latest
+		} else {
+			rev, err := r.revisions.Create(ctx, app, s.defs, hash)
+			if err != nil {
+				setRevisionCondition(app, "", false, "", err)
+				return err
+			}
+			s.rev, created = rev, true
+			s.log.Info("created application revision", "revision", rev.Name, "reason", s.why)
+		}
+	}
+	n, err := revision.Number(app.Name, s.rev.Name)
+	if err != nil {
+		setRevisionCondition(app, "", false, "", err)
+		return err
+	}
+	s.revNum = n
+	app.Status.LatestRevision = &common.Revision{Name: s.rev.Name, Revision: n, RevisionHash: s.rev.Labels[v1beta1.LabelAppRevisionHash]}
+	setRevisionCondition(app, s.rev.Name, created, s.why, nil)
+	return nil
+}
+
+// policy reads the resource policies and builds the revision's Keeper.
+func (r *Reconciler) policy(_ context.Context, s *scope) error {
+	app := s.app
+	pols, err := resourcekeeper.ParsePolicies(s.af.App.Spec.Policies)
+	if err != nil {
+		err = &userError{err: err}
+		setPolicyCondition(app, 0, err)
+		return err
+	}
+	s.policies = pols
+	s.revLimit = r.opts.RevisionLimit
+	if gc := pols.GarbageCollect; gc != nil && gc.ApplicationRevisionLimit != nil {
+		s.revLimit = *gc.ApplicationRevisionLimit
+	}
+	k, err := r.keepers.Keeper(app, s.revNum, pols)
+	if err != nil {
+		setPolicyCondition(app, 0, err)
+		return err
+	}
+	s.keeper = k
+	setPolicyCondition(app, len(s.af.Policies), nil)
+	return nil
+}
+
+// runWorkflow runs the workflow of the revision as far as it can go now.
+// A run for another revision (or a restart) starts over.
+func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) error {
+	app := s.app
+	st := app.Status.Workflow
+	if st == nil || st.AppRevision != s.rev.Name || s.restart {
+		if err := r.workflow.Reset(ctx, app); err != nil {
+			setWorkflowCondition(app, err)
+			return err
+		}
+		app.Status.Workflow = &common.WorkflowStatus{AppRevision: s.rev.Name}
+		app.Status.Services = nil
+		st = nil
+		s.log.Info("starting workflow", "revision", s.rev.Name, "restart", s.restart)
+	}
+	if st != nil && st.Finished {
+		setWorkflowCondition(app, nil)
+		return s.stopUnlessSucceeded()
+	}
+	plan, err := workflow.PlanOf(s.af.Workflow, r.opts.StepTimeout)
+	if err != nil {
+		err = &userError{err: err}
+		setWorkflowCondition(app, err)
+		return err
+	}
+	res, err := r.workflow.Execute(ctx, workflow.Run{
+		App:       app,
+		Revision:  s.rev.Name,
+		Plan:      plan,
+		Status:    st,
+		Templates: stepTemplates(s.af),
+		Deployer:  &appDeployer{af: s.af, revision: s.rev.Name, renderer: r.renderer, keeper: s.keeper, health: r.health},
+		Context:   stepContext(s.af, s.rev.Name, s.revNum),
+	})
+	if err != nil {
+		setWorkflowCondition(app, err)
+		return err
+	}
+	s.ran = true
+	app.Status.Workflow = &res.Status
+	app.Status.Services = workflow.MergeServices(app.Status.Services, res.Services)
+	s.requeueAfter(res.RequeueAfter)
+	s.justFinished = res.Status.Finished
+	setWorkflowCondition(app, nil)
+	if s.justFinished {
+		s.log.Info("workflow finished", "revision", s.rev.Name, "result", res.Status.Status)
+		if res.Status.Status == "succeeded" {
+			if err := r.revisions.MarkSucceeded(ctx, s.rev, res.Status.EndTime); err != nil {
+				return err
+			}
+		}
+	}
+	return s.stopUnlessSucceeded()
+}
+
+func (s *scope) stopUnlessSucceeded() error {
+	if st := s.app.Status.Workflow; st == nil || !st.Finished || st.Status != "succeeded" {
+		s.stop = true
+	}
+	return nil
+}
+
+// checkHealth runs after the workflow succeeded: garbage collection of
+// what older revisions left (when the run just finished, or a previous
+// collection failed), drift repair, and the health of every service.
+func (r *Reconciler) checkHealth(ctx context.Context, s *scope) error {
+	app := s.app
+	s.ready.checked = true
+	if s.justFinished || readyReason(app) == ReasonGarbageCollectFailed {
+		done, err := s.keeper.GarbageCollect(ctx)
+		if err != nil {
+			s.ready.gcErr = err
+			s.log.Error(err, "garbage collection failed", "revision", s.rev.Name)
+			s.requeueAfter(10 * time.Second)
+		} else if !done {
+			s.requeueAfter(2 * time.Second)
+		}
+		if _, err := r.revisions.Prune(ctx, app, s.revNum, s.revLimit, s.rev.Name); err != nil {
+			s.log.Error(err, "pruning old revisions")
+		}
+	}
+	if !s.justFinished {
+		if err := s.keeper.StateKeep(ctx); err != nil {
+			return fmt.Errorf("repairing drift: %w", err)
+		}
+	}
+	if s.ran || s.justFinished || s.ready.gcErr != nil || app.Status.AppliedResources == nil {
+		refs, err := s.keeper.AppliedResources(ctx)
+		if err != nil {
+			return err
+		}
+		app.Status.AppliedResources = refs
+	}
+	if !s.justFinished {
+		d := &appDeployer{af: s.af, revision: s.rev.Name, renderer: r.renderer, keeper: s.keeper, health: r.health}
+		services := make([]common.ApplicationComponentStatus, 0, len(app.Status.Services))
+		for _, svc := range app.Status.Services {
+			req := workflow.ComponentRequest{Name: svc.Name, Cluster: svc.Cluster}
+			if svc.Namespace != s.af.Namespace {
+				req.Namespace = svc.Namespace
+			}
+			if s.af.Component(svc.Name) == nil {
+				continue
+			}
+			res, err := d.Render(ctx, req)
+			if err != nil {
+				s.ready.healthErr = fmt.Errorf("rendering component %q for its health check: %w", svc.Name, err)
+				services = append(services, svc)
+				continue
+			}
+			h, err := d.Health(ctx, req, res)
+			if err != nil {
+				s.ready.healthErr = err
+				services = append(services, svc)
+				continue
+			}
+			h.Status.Name = svc.Name
+			services = append(services, h.Status)
+		}
+		app.Status.Services = services
+	}
+	if unhealthyMessage(app.Status.Services) != "" || s.ready.healthErr != nil {
+		s.requeueAfter(r.opts.UnhealthyRequeue)
+	}
+	return nil
+}
+
+func readyReason(app *v1beta1.Application) string {
+	for _, c := range app.Status.Conditions {
+		if c.Type == ConditionReady {
+			return c.Reason
+		}
+	}
+	return ""
+}
+
+// summarize sets Ready, observedGeneration and the phase, and emits an
+// Event when the phase changed.
+func (r *Reconciler) summarize(s *scope, err error) {
+	app := s.app
+	setReadyCondition(app, s.ready)
+	if err == nil {
+		app.Status.ObservedGeneration = app.Generation
+	}
+	phase := computePhase(app)
+	app.Status.Phase = phase
+	if s.before != nil && s.before.Status.Phase != phase {
+		typ, reason, msg := phaseEvent(app, phase)
+		r.recorder.Event(app, typ, reason, msg)
+		s.log.V(1).Info("phase changed", "from", s.before.Status.Phase, "to", phase)
+	}
+}
+
+// patchStatus writes the status when it changed, with optimistic locking
+// so that a workflow operation made meanwhile is never overwritten.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if s.before == nil || equality.Semantic.DeepEqual(s.before.Status, s.app.Status) {
+		return nil
+	}
+	if err := r.client.Status().Patch(ctx, s.app, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
+		workflow.Forget(s.app)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching status of %s/%s: %w", s.app.Namespace, s.app.Name, err)
+	}
+	return nil
+}
+
+// reconcileDelete deletes everything the Application deployed, then its
+// workflow context and revisions, then lets it go.
+func (r *Reconciler) reconcileDelete(ctx context.Context, app *v1beta1.Application) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if !controllerutil.ContainsFinalizer(app, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if app.Status.Phase != common.ApplicationDeleting {
+		before := app.DeepCopy()
+		app.Status.Phase = common.ApplicationDeleting
+		setCondition(app, ConditionReady, false, ReasonDeleting, "deleting the resources of the Application")
+		r.recorder.Event(app, "Normal", phaseReason(common.ApplicationDeleting), "deleting the resources of the Application")
+		if err := r.client.Status().Patch(ctx, app, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, fmt.Errorf("patching status of %s/%s: %w", app.Namespace, app.Name, err)
+		}
+	}
+	pols, err := resourcekeeper.ParsePolicies(app.Spec.Policies)
+	if err != nil {
+		log.Error(err, "ignoring invalid resource policies while deleting")
+		pols = resourcekeeper.Policies{}
+	}
+	var n int64 = 1
+	if lr := app.Status.LatestRevision; lr != nil && lr.Revision > 0 {
+		n = lr.Revision
+	}
+	k, err := r.keepers.Keeper(app, n, pols)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	done, err := k.Delete(ctx)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("deleting the resources of %s/%s: %w", app.Namespace, app.Name, err)
+	}
+	if !done {
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	if err := r.workflow.Reset(ctx, app); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.revisions.DeleteAll(ctx, app); err != nil {
+		return ctrl.Result{}, err
+	}
+	base := app.DeepCopy()
+	controllerutil.RemoveFinalizer(app, Finalizer)
+	if err := r.client.Patch(ctx, app, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("removing the finalizer of %s/%s: %w", app.Namespace, app.Name, err)
+	}
+	log.Info("application deleted", "application", klog.KObj(app))
+	return ctrl.Result{}, nil
+}
+
+// stepTemplates resolves step types through the parsed app's definitions.
+func stepTemplates(af *appfile.AppFile) workflow.TemplateSource {
+	return func(ctx context.Context, typ string) (string, error) {
+		if af.Workflow == nil {
+			return "", nil
+		}
+		for _, s := range af.Workflow.Steps {
+			for _, cand := range append([]*appfile.WorkflowStep{s}, s.SubSteps...) {
+				if cand.Type != typ {
+					continue
+				}
+				d, err := cand.Definition(ctx)
+				if err != nil {
+					return "", err
+				}
+				if d == nil {
+					return "", nil
+				}
+				return d.Template(), nil
+			}
+		}
+		return "", nil
+	}
+}
+
+// stepContext is the CUE `context` of step templates beyond name and
+// namespace.
+func stepContext(af *appfile.AppFile, rev string, n int64) map[string]any {
+	labels := map[string]any{}
+	for k, v := range af.Labels {
+		labels[k] = v
+	}
+	annos := map[string]any{}
+	for k, v := range af.Annotations {
+		annos[k] = v
+	}
+	return map[string]any{
+		"appName":        af.Name,
+		"appRevision":    rev,
+		"appRevisionNum": n,
+		"appLabels":      labels,
+		"appAnnotations": annos,
+	}
+}

@@ -1,0 +1,323 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/workflow"
+)
+
+// Condition types of an Application, one per reconcile phase; Ready sums
+// them up.
+const (
+	ConditionParsed   = "Parsed"
+	ConditionRevision = "Revision"
+	ConditionPolicy   = "Policy"
+	ConditionWorkflow = "Workflow"
+	ConditionReady    = "Ready"
+)
+
+// Condition reasons (CamelCase, stable). Reasons starting with "Invalid"
+// are the user's to fix; the other False reasons are retried.
+const (
+	ReasonParsed             = "Parsed"
+	ReasonInvalidApplication = "InvalidApplication"
+	ReasonParseError         = "ParseError"
+
+	ReasonRevisionCreated   = "RevisionCreated"
+	ReasonRevisionUnchanged = "RevisionUnchanged"
+	ReasonRevisionError     = "RevisionError"
+
+	ReasonPoliciesReady = "PoliciesReady"
+	ReasonInvalidPolicy = "InvalidPolicy"
+	ReasonPolicyError   = "PolicyError"
+
+	ReasonWorkflowSucceeded  = "WorkflowSucceeded"
+	ReasonWorkflowRunning    = "WorkflowRunning"
+	ReasonWorkflowSuspended  = "WorkflowSuspended"
+	ReasonWorkflowFailed     = "WorkflowFailed"
+	ReasonWorkflowTerminated = "WorkflowTerminated"
+	ReasonInvalidWorkflow    = "InvalidWorkflow"
+	ReasonWorkflowError      = "WorkflowError"
+
+	ReasonRunning              = "Running"
+	ReasonUnhealthy            = "Unhealthy"
+	ReasonGarbageCollectFailed = "GarbageCollectFailed"
+	ReasonHealthCheckError     = "HealthCheckError"
+	ReasonNotReady             = "NotReady"
+	ReasonReconcilePanic       = "ReconcilePanic"
+	ReasonDeleting             = "Deleting"
+)
+
+func setCondition(app *v1beta1.Application, typ string, ok bool, reason, msg string) {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&app.Status.Conditions, metav1.Condition{
+		Type:               typ,
+		Status:             status,
+		Reason:             reason,
+		Message:            msg,
+		ObservedGeneration: app.Generation,
+	})
+}
+
+// userError is an error caused by the Application (or its definitions):
+// retrying without a change cannot fix it.
+type userError struct{ err error }
+
+func (e *userError) Error() string { return e.err.Error() }
+func (e *userError) Unwrap() error { return e.err }
+
+// setParsedCondition records the parse phase: err nil means the app was
+// parsed (source says against what); a *userError is the Application's
+// fault (InvalidApplication); other errors are transient (ParseError).
+func setParsedCondition(app *v1beta1.Application, source string, err error) {
+	switch {
+	case err == nil:
+		setCondition(app, ConditionParsed, true, ReasonParsed, source)
+	case isUserError(err):
+		setCondition(app, ConditionParsed, false, ReasonInvalidApplication, err.Error())
+	default:
+		setCondition(app, ConditionParsed, false, ReasonParseError, err.Error())
+	}
+}
+
+// setRevisionCondition records the revision phase: the revision deployed,
+// whether this reconcile created it, or the error.
+func setRevisionCondition(app *v1beta1.Application, rev string, created bool, why string, err error) {
+	switch {
+	case err != nil:
+		setCondition(app, ConditionRevision, false, ReasonRevisionError, err.Error())
+	case created:
+		setCondition(app, ConditionRevision, true, ReasonRevisionCreated, fmt.Sprintf("created revision %s (%s)", rev, why))
+	default:
+		setCondition(app, ConditionRevision, true, ReasonRevisionUnchanged, fmt.Sprintf("deploying revision %s", rev))
+	}
+}
+
+// setPolicyCondition records the policy phase: how many policies the app
+// has, or why they cannot be used.
+func setPolicyCondition(app *v1beta1.Application, policies int, err error) {
+	switch {
+	case err == nil:
+		setCondition(app, ConditionPolicy, true, ReasonPoliciesReady, fmt.Sprintf("%d policies", policies))
+	case isUserError(err):
+		setCondition(app, ConditionPolicy, false, ReasonInvalidPolicy, err.Error())
+	default:
+		setCondition(app, ConditionPolicy, false, ReasonPolicyError, err.Error())
+	}
+}
+
+// setWorkflowCondition records the workflow phase from status.workflow, or
+// the error that stopped it (a *userError: InvalidWorkflow).
+func setWorkflowCondition(app *v1beta1.Application, err error) {
+	st := app.Status.Workflow
+	switch {
+	case err != nil && isUserError(err):
+		setCondition(app, ConditionWorkflow, false, ReasonInvalidWorkflow, err.Error())
+	case err != nil:
+		setCondition(app, ConditionWorkflow, false, ReasonWorkflowError, err.Error())
+	case st == nil:
+		setCondition(app, ConditionWorkflow, false, ReasonWorkflowRunning, "the workflow has not started")
+	case st.Status == wfv1alpha1.WorkflowStateSucceeded:
+		setCondition(app, ConditionWorkflow, true, ReasonWorkflowSucceeded, fmt.Sprintf("revision %s deployed", st.AppRevision))
+	case st.Status == wfv1alpha1.WorkflowStateFailed:
+		setCondition(app, ConditionWorkflow, false, ReasonWorkflowFailed, failureMessage(st))
+	case st.Status == wfv1alpha1.WorkflowStateTerminated:
+		setCondition(app, ConditionWorkflow, false, ReasonWorkflowTerminated, "the workflow was terminated; restart it to deploy again")
+	case st.Suspend || st.Status == wfv1alpha1.WorkflowStateSuspending:
+		msg := "the workflow is suspended; resume it to go on"
+		if path, step, ok := workflow.CurrentStep(st); ok && step.Phase == wfv1alpha1.WorkflowStepPhaseSuspending {
+			msg = fmt.Sprintf("step %s is suspended; it resumes after its duration or with `oamflow workflow resume %s`", path, app.Name)
+		}
+		setCondition(app, ConditionWorkflow, false, ReasonWorkflowSuspended, msg)
+	default:
+		msg := "the workflow is running"
+		if path, step, ok := workflow.CurrentStep(st); ok {
+			msg = fmt.Sprintf("step %s is %s", path, step.Phase)
+			if step.Message != "" {
+				msg += ": " + step.Message
+			}
+		}
+		setCondition(app, ConditionWorkflow, false, ReasonWorkflowRunning, msg)
+	}
+}
+
+// failureMessage says which step failed and why.
+func failureMessage(st *common.WorkflowStatus) string {
+	if path, step, ok := workflow.FailedStep(st); ok {
+		msg := fmt.Sprintf("step %s failed", path)
+		if step.Reason != "" {
+			msg += " (" + step.Reason + ")"
+		}
+		if step.Message != "" {
+			msg += ": " + step.Message
+		}
+		return msg
+	}
+	if st.Message != "" {
+		return st.Message
+	}
+	return "the workflow failed"
+}
+
+// readyInput is what the health phase learned.
+type readyInput struct {
+	// checked is true when the health phase ran (workflow succeeded).
+	checked bool
+	// gcErr is the last garbage collection error.
+	gcErr error
+	// healthErr is an error checking health.
+	healthErr error
+}
+
+// setReadyCondition is the one place Ready is set: True when every phase
+// succeeded and every service is healthy; otherwise False with the reason
+// of the first phase that is not done.
+func setReadyCondition(app *v1beta1.Application, in readyInput) {
+	for _, typ := range []string{ConditionParsed, ConditionRevision, ConditionPolicy, ConditionWorkflow} {
+		c := meta.FindStatusCondition(app.Status.Conditions, typ)
+		if c == nil {
+			setCondition(app, ConditionReady, false, ReasonNotReady, fmt.Sprintf("%s has not been checked yet", typ))
+			return
+		}
+		if c.Status != metav1.ConditionTrue {
+			setCondition(app, ConditionReady, false, c.Reason, c.Message)
+			return
+		}
+	}
+	if !in.checked {
+		setCondition(app, ConditionReady, false, ReasonNotReady, "health has not been checked yet")
+		return
+	}
+	if in.healthErr != nil {
+		setCondition(app, ConditionReady, false, ReasonHealthCheckError, in.healthErr.Error())
+		return
+	}
+	if msg := unhealthyMessage(app.Status.Services); msg != "" {
+		setCondition(app, ConditionReady, false, ReasonUnhealthy, msg)
+		return
+	}
+	if in.gcErr != nil {
+		setCondition(app, ConditionReady, false, ReasonGarbageCollectFailed, "garbage collection of resources the new revision dropped failed (retrying): "+in.gcErr.Error())
+		return
+	}
+	setCondition(app, ConditionReady, true, ReasonRunning, fmt.Sprintf("%d components healthy", len(app.Status.Services)))
+}
+
+// unhealthyMessage lists the unhealthy services ("" when all are healthy).
+func unhealthyMessage(services []common.ApplicationComponentStatus) string {
+	var parts []string
+	for _, s := range services {
+		if s.Healthy {
+			continue
+		}
+		where := s.Name
+		if s.Cluster != "" && s.Cluster != v1beta1.ClusterLocal {
+			where += "@" + s.Cluster
+		}
+		if s.Message != "" {
+			where += ": " + s.Message
+		}
+		parts = append(parts, where)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "unhealthy: " + strings.Join(parts, "; ")
+}
+
+// isUserError reports whether err is the Application's fault.
+func isUserError(err error) bool {
+	var ue *userError
+	return err != nil && errors.As(err, &ue)
+}
+
+// computePhase derives status.status from the conditions and
+// status.workflow. It is the only writer of the phase.
+func computePhase(app *v1beta1.Application) common.ApplicationPhase {
+	if app.DeletionTimestamp != nil {
+		return common.ApplicationDeleting
+	}
+	cond := func(t string) *metav1.Condition { return meta.FindStatusCondition(app.Status.Conditions, t) }
+	parsed := cond(ConditionParsed)
+	if parsed == nil {
+		return common.ApplicationStarting
+	}
+	if parsed.Status != metav1.ConditionTrue {
+		if parsed.Reason == ReasonInvalidApplication {
+			return common.ApplicationWorkflowFailed
+		}
+		return common.ApplicationRendering
+	}
+	if c := cond(ConditionRevision); c == nil || c.Status != metav1.ConditionTrue {
+		return common.ApplicationRendering
+	}
+	if c := cond(ConditionPolicy); c == nil || c.Status != metav1.ConditionTrue {
+		if c != nil && c.Reason == ReasonInvalidPolicy {
+			return common.ApplicationWorkflowFailed
+		}
+		return common.ApplicationPolicyGenerating
+	}
+	wf := cond(ConditionWorkflow)
+	if wf == nil {
+		return common.ApplicationRunningWorkflow
+	}
+	switch wf.Reason {
+	case ReasonWorkflowFailed, ReasonInvalidWorkflow:
+		return common.ApplicationWorkflowFailed
+	case ReasonWorkflowTerminated:
+		return common.ApplicationWorkflowTerminated
+	case ReasonWorkflowSuspended:
+		return common.ApplicationWorkflowSuspending
+	case ReasonWorkflowSucceeded:
+	default:
+		return common.ApplicationRunningWorkflow
+	}
+	if r := cond(ConditionReady); r != nil && r.Status == metav1.ConditionTrue {
+		return common.ApplicationRunning
+	}
+	return common.ApplicationUnhealthy
+}
+
+// phaseEvent returns the event type and reason announcing a change to
+// phase, and a message from the condition that explains it.
+func phaseEvent(app *v1beta1.Application, phase common.ApplicationPhase) (eventType, reason, msg string) {
+	eventType = corev1.EventTypeNormal
+	switch phase {
+	case common.ApplicationWorkflowFailed, common.ApplicationUnhealthy, common.ApplicationWorkflowTerminated:
+		eventType = corev1.EventTypeWarning
+	}
+	reason = phaseReason(phase)
+	msg = fmt.Sprintf("phase %s", phase)
+	for _, typ := range []string{ConditionParsed, ConditionRevision, ConditionPolicy, ConditionWorkflow, ConditionReady} {
+		c := meta.FindStatusCondition(app.Status.Conditions, typ)
+		if c != nil && c.Status != metav1.ConditionTrue {
+			return eventType, reason, msg + ": " + c.Message
+		}
+	}
+	if c := meta.FindStatusCondition(app.Status.Conditions, ConditionReady); c != nil {
+		msg += ": " + c.Message
+	}
+	return eventType, reason, msg
+}
+
+// phaseReason is the CamelCase event reason of a phase ("runningWorkflow"
+// → "RunningWorkflow").
+func phaseReason(p common.ApplicationPhase) string {
+	s := string(p)
+	if s == "" {
+		return "Unknown"
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

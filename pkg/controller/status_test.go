@@ -1,0 +1,197 @@
+package controller
+
+import (
+	"errors"
+	"testing"
+
+	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+)
+
+type statusMod func(*v1beta1.Application)
+
+func appWith(mods ...statusMod) *v1beta1.Application {
+	app := &v1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "default", Generation: 3}}
+	for _, m := range mods {
+		m(app)
+	}
+	return app
+}
+
+var (
+	parsedOK  statusMod = func(a *v1beta1.Application) { setParsedCondition(a, "src", nil) }
+	revOK     statusMod = func(a *v1beta1.Application) { setRevisionCondition(a, "shop-v1", true, "FirstRevision", nil) }
+	policyOK  statusMod = func(a *v1beta1.Application) { setPolicyCondition(a, 0, nil) }
+	wfSuccess statusMod = func(a *v1beta1.Application) {
+		a.Status.Workflow = &common.WorkflowStatus{AppRevision: "shop-v1", Status: wfv1alpha1.WorkflowStateSucceeded, Finished: true}
+		setWorkflowCondition(a, nil)
+	}
+)
+
+func wfStatus(st common.WorkflowStatus) statusMod {
+	return func(a *v1beta1.Application) {
+		a.Status.Workflow = &st
+		setWorkflowCondition(a, nil)
+	}
+}
+
+func services(s ...common.ApplicationComponentStatus) statusMod {
+	return func(a *v1beta1.Application) { a.Status.Services = s }
+}
+
+func ready(in readyInput) statusMod {
+	return func(a *v1beta1.Application) { setReadyCondition(a, in) }
+}
+
+func TestComputePhase(t *testing.T) {
+	now := metav1.Now()
+	cases := []struct {
+		reason string
+		app    *v1beta1.Application
+		want   common.ApplicationPhase
+	}{
+		{"nothing done yet", appWith(), common.ApplicationStarting},
+		{"deleting wins", appWith(parsedOK, func(a *v1beta1.Application) { a.DeletionTimestamp = &now }), common.ApplicationDeleting},
+		{"an invalid application fails for good", appWith(func(a *v1beta1.Application) {
+			setParsedCondition(a, "", &userError{err: errors.New("spec.components[0].type: unknown")})
+		}), common.ApplicationWorkflowFailed},
+		{"a transient parse error keeps rendering", appWith(func(a *v1beta1.Application) { setParsedCondition(a, "", errors.New("timeout")) }), common.ApplicationRendering},
+		{"revision not made yet", appWith(parsedOK), common.ApplicationRendering},
+		{"policies not ready", appWith(parsedOK, revOK, func(a *v1beta1.Application) { setPolicyCondition(a, 0, errors.New("api down")) }), common.ApplicationPolicyGenerating},
+		{"an invalid policy fails", appWith(parsedOK, revOK, func(a *v1beta1.Application) {
+			setPolicyCondition(a, 0, &userError{err: errors.New("spec.policies[0].properties.rules: want a list")})
+		}), common.ApplicationWorkflowFailed},
+		{"workflow running", appWith(parsedOK, revOK, policyOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateExecuting})), common.ApplicationRunningWorkflow},
+		{"workflow suspended", appWith(parsedOK, revOK, policyOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateSuspending, Suspend: true})), common.ApplicationWorkflowSuspending},
+		{"workflow terminated", appWith(parsedOK, revOK, policyOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateTerminated, Finished: true})), common.ApplicationWorkflowTerminated},
+		{"workflow failed", appWith(parsedOK, revOK, policyOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateFailed, Finished: true})), common.ApplicationWorkflowFailed},
+		{"an invalid workflow fails", appWith(parsedOK, revOK, policyOK, func(a *v1beta1.Application) {
+			setWorkflowCondition(a, &userError{err: errors.New("spec.workflow.ref: unsupported")})
+		}), common.ApplicationWorkflowFailed},
+		{"succeeded and healthy", appWith(parsedOK, revOK, policyOK, wfSuccess, services(common.ApplicationComponentStatus{Name: "web", Healthy: true}), ready(readyInput{checked: true})), common.ApplicationRunning},
+		{"succeeded but unhealthy", appWith(parsedOK, revOK, policyOK, wfSuccess, services(common.ApplicationComponentStatus{Name: "web"}), ready(readyInput{checked: true})), common.ApplicationUnhealthy},
+		{"succeeded, garbage collection failing", appWith(parsedOK, revOK, policyOK, wfSuccess, ready(readyInput{checked: true, gcErr: errors.New("forbidden")})), common.ApplicationUnhealthy},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			assert.Equal(t, tc.want, computePhase(tc.app))
+		})
+	}
+}
+
+func TestSetReadyCondition(t *testing.T) {
+	cases := []struct {
+		reason     string
+		app        *v1beta1.Application
+		in         readyInput
+		status     metav1.ConditionStatus
+		wantReason string
+		msg        string
+	}{
+		{"nothing checked", appWith(), readyInput{}, metav1.ConditionFalse, ReasonNotReady, "Parsed has not been checked yet"},
+		{"the first failing phase explains", appWith(func(a *v1beta1.Application) {
+			setParsedCondition(a, "", &userError{err: errors.New(`spec.components[0].type: component type "nope" not found`)})
+		}), readyInput{}, metav1.ConditionFalse, ReasonInvalidApplication, `spec.components[0].type: component type "nope" not found`},
+		{"workflow still running", appWith(parsedOK, revOK, policyOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateExecuting})), readyInput{}, metav1.ConditionFalse, ReasonWorkflowRunning, "the workflow is running"},
+		{"healthy", appWith(parsedOK, revOK, policyOK, wfSuccess, services(common.ApplicationComponentStatus{Name: "web", Healthy: true})), readyInput{checked: true}, metav1.ConditionTrue, ReasonRunning, "1 components healthy"},
+		{"unhealthy names the components", appWith(parsedOK, revOK, policyOK, wfSuccess, services(
+			common.ApplicationComponentStatus{Name: "web", Healthy: true},
+			common.ApplicationComponentStatus{Name: "db", Cluster: "east", Message: "0/1 replicas ready"},
+		)), readyInput{checked: true}, metav1.ConditionFalse, ReasonUnhealthy, "unhealthy: db@east: 0/1 replicas ready"},
+		{"health check error", appWith(parsedOK, revOK, policyOK, wfSuccess), readyInput{checked: true, healthErr: errors.New("reading Deployment default/web: timeout")}, metav1.ConditionFalse, ReasonHealthCheckError, "reading Deployment default/web: timeout"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			setReadyCondition(tc.app, tc.in)
+			c := meta.FindStatusCondition(tc.app.Status.Conditions, ConditionReady)
+			if assert.NotNil(t, c) {
+				assert.Equal(t, tc.status, c.Status)
+				assert.Equal(t, tc.wantReason, c.Reason)
+				assert.Contains(t, c.Message, tc.msg)
+				assert.Equal(t, int64(3), c.ObservedGeneration)
+			}
+		})
+	}
+}
+
+func TestSetWorkflowCondition(t *testing.T) {
+	cases := []struct {
+		reason string
+		st     *common.WorkflowStatus
+		err    error
+		want   string
+		msg    string
+	}{
+		{"not started", nil, nil, ReasonWorkflowRunning, "has not started"},
+		{"running step", &common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateExecuting, Steps: []wfv1alpha1.WorkflowStepStatus{
+			{StepStatus: wfv1alpha1.StepStatus{Name: "web", Phase: wfv1alpha1.WorkflowStepPhaseSucceeded}},
+			{StepStatus: wfv1alpha1.StepStatus{Name: "db", Phase: wfv1alpha1.WorkflowStepPhaseRunning, Message: `waiting for component "db" to become healthy`}},
+		}}, nil, ReasonWorkflowRunning, `step db is running: waiting for component "db" to become healthy`},
+		{"failed step with reason", &common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateFailed, Finished: true, Steps: []wfv1alpha1.WorkflowStepStatus{
+			{StepStatus: wfv1alpha1.StepStatus{Name: "g", Phase: wfv1alpha1.WorkflowStepPhaseFailed}, SubStepsStatus: []wfv1alpha1.StepStatus{
+				{Name: "web", Phase: wfv1alpha1.WorkflowStepPhaseFailed, Reason: "Action", Message: "rendering component \"web\": spec.components[0].properties.port: conflicting values"},
+			}},
+		}}, nil, ReasonWorkflowFailed, `step g/web failed (Action): rendering component "web": spec.components[0].properties.port`},
+		{"suspended step", &common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateSuspending, Suspend: true, Steps: []wfv1alpha1.WorkflowStepStatus{
+			{StepStatus: wfv1alpha1.StepStatus{Name: "approve", Phase: wfv1alpha1.WorkflowStepPhaseSuspending}},
+		}}, nil, ReasonWorkflowSuspended, "step approve is suspended"},
+		{"transient error", nil, errors.New("etcd timeout"), ReasonWorkflowError, "etcd timeout"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			app := appWith(func(a *v1beta1.Application) { a.Status.Workflow = tc.st })
+			setWorkflowCondition(app, tc.err)
+			c := meta.FindStatusCondition(app.Status.Conditions, ConditionWorkflow)
+			assert.Equal(t, tc.want, c.Reason)
+			assert.Contains(t, c.Message, tc.msg)
+		})
+	}
+}
+
+func TestPhaseEvent(t *testing.T) {
+	app := appWith(func(a *v1beta1.Application) {
+		setParsedCondition(a, "", &userError{err: errors.New("spec.components[0].type: not found")})
+	})
+	typ, reason, msg := phaseEvent(app, common.ApplicationWorkflowFailed)
+	assert.Equal(t, corev1.EventTypeWarning, typ)
+	assert.Equal(t, "WorkflowFailed", reason)
+	assert.Equal(t, "phase workflowFailed: spec.components[0].type: not found", msg)
+
+	ok := appWith(parsedOK, revOK, policyOK, wfSuccess, ready(readyInput{checked: true}))
+	typ, reason, _ = phaseEvent(ok, common.ApplicationRunning)
+	assert.Equal(t, corev1.EventTypeNormal, typ)
+	assert.Equal(t, "Running", reason)
+	assert.Equal(t, "RunningWorkflow", phaseReason(common.ApplicationRunningWorkflow))
+}
+
+func TestNeedsReconcile(t *testing.T) {
+	base := appWith(func(a *v1beta1.Application) {
+		a.Status.Workflow = &common.WorkflowStatus{AppRevision: "shop-v1", Steps: []wfv1alpha1.WorkflowStepStatus{{}, {}}}
+	})
+	cases := []struct {
+		reason string
+		mod    func(*v1beta1.Application)
+		want   bool
+	}{
+		{"a status write of ours", func(a *v1beta1.Application) { a.Status.Phase = common.ApplicationRunning; a.Status.Services = nil }, false},
+		{"spec change", func(a *v1beta1.Application) { a.Generation++ }, true},
+		{"annotation (publishVersion, restart)", func(a *v1beta1.Application) { a.Annotations = map[string]string{"x": "y"} }, true},
+		{"suspend", func(a *v1beta1.Application) { a.Status.Workflow.Suspend = true }, true},
+		{"terminate", func(a *v1beta1.Application) { a.Status.Workflow.Terminated = true }, true},
+		{"restart from a step drops step statuses", func(a *v1beta1.Application) { a.Status.Workflow.Steps = a.Status.Workflow.Steps[:1] }, true},
+		{"deletion", func(a *v1beta1.Application) { now := metav1.Now(); a.DeletionTimestamp = &now }, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			n := base.DeepCopy()
+			tc.mod(n)
+			assert.Equal(t, tc.want, needsReconcile(base, n))
+		})
+	}
+}
