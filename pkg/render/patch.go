@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 
 	"github.com/oamflow/oamflow/pkg/cuex"
 )
@@ -42,9 +43,18 @@ const (
 	strategyJSONPatch      = "jsonPatch"
 )
 
-// markers reads +patchKey and +patchStrategy from v's doc comments.
+// markers reads +patchKey and +patchStrategy from the comments of v's
+// field. The field's own syntax is used when there is one: for a shorthand
+// `patch: operations: [...]` CUE hands the comment above the line to the
+// innermost field, but the author meant the outermost.
 func markers(v cue.Value) (key, strategy string) {
-	for _, cg := range v.Doc() {
+	var groups []*ast.CommentGroup
+	if f, ok := v.Source().(*ast.Field); ok {
+		groups = ast.Comments(f)
+	} else {
+		groups = v.Doc()
+	}
+	for _, cg := range groups {
 		for _, line := range strings.Split(cg.Text(), "\n") {
 			line = strings.TrimSpace(line)
 			switch {
