@@ -183,7 +183,7 @@ func TestApplyOnce(t *testing.T) {
 
 		k2 := f.keeper(app, 2, p)
 		require.NoError(t, k2.Apply(f.ctx, "", objs(deployment(app, 2, "web", "web",
-			withField(int64(3), "spec", "replicas"), withField("nginx:1.28", "spec", "template", "spec", "containers", "0", "image")))))
+			withField(int64(3), "spec", "replicas"), withImage("nginx:1.28")))))
 		live := f.get("apps/v1", "Deployment", "web")
 		assert.Equal(t, int64(5), replicas(live), "kept at the live value")
 		assert.Equal(t, "nginx:1.28", image(live), "the rest follows the new revision")
@@ -200,7 +200,7 @@ func TestApplyOnce(t *testing.T) {
 		require.NoError(t, f.keeper(app, 1, p).Apply(f.ctx, "", objs(deployment(app, 1, "web", "web"))))
 		scale(t, f, "web", 4)
 		f.counter.reset()
-		require.NoError(t, f.keeper(app, 2, p).Apply(f.ctx, "", objs(deployment(app, 2, "web", "web", withField("nginx:1.28", "spec", "template", "spec", "containers", "0", "image")))))
+		require.NoError(t, f.keeper(app, 2, p).Apply(f.ctx, "", objs(deployment(app, 2, "web", "web", withImage("nginx:1.28")))))
 		live := f.get("apps/v1", "Deployment", "web")
 		assert.Equal(t, int64(4), replicas(live))
 		assert.Equal(t, "nginx:1.27", image(live))
@@ -540,4 +540,14 @@ func replicas(u *unstructured.Unstructured) int64 {
 func image(u *unstructured.Unstructured) string {
 	cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
 	return cs[0].(map[string]any)["image"].(string)
+}
+
+func withImage(img string) objMod {
+	return func(u *unstructured.Unstructured) {
+		cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+		cs[0].(map[string]any)["image"] = img
+		if err := unstructured.SetNestedSlice(u.Object, cs, "spec", "template", "spec", "containers"); err != nil {
+			panic(err)
+		}
+	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,10 +42,9 @@ func keyOf(r v1beta1.ManagedResource) entryKey {
 
 // trackers are the ResourceTrackers of one Application.
 type trackers struct {
-	root      *v1beta1.ResourceTracker
-	current   *v1beta1.ResourceTracker
-	old       []*v1beta1.ResourceTracker // versioned, other revisions
-	revisions map[string]int64          // tracker name → revision
+	root    *v1beta1.ResourceTracker
+	current *v1beta1.ResourceTracker
+	old     []*v1beta1.ResourceTracker // versioned, other revisions
 }
 
 // listTrackers reads every ResourceTracker of the Application from the hub.
@@ -59,7 +56,7 @@ func (k *Keeper) listTrackers(ctx context.Context, hub client.Client) (*trackers
 	}); err != nil {
 		return nil, fmt.Errorf("listing ResourceTrackers of Application %s: %w", k.ownerKey(), err)
 	}
-	t := &trackers{revisions: map[string]int64{}}
+	t := &trackers{}
 	for i := range list.Items {
 		rt := &list.Items[i]
 		switch {
@@ -67,11 +64,8 @@ func (k *Keeper) listTrackers(ctx context.Context, hub client.Client) (*trackers
 			t.root = rt
 		case rt.Name == VersionedTrackerName(k.appName, k.appNamespace, k.revision):
 			t.current = rt
-			t.revisions[rt.Name] = k.revision
 		default:
 			t.old = append(t.old, rt)
-			rev, _ := strconv.ParseInt(strings.TrimPrefix(rt.Labels[v1beta1.LabelAppRevision], k.appName+"-v"), 10, 64)
-			t.revisions[rt.Name] = rev
 		}
 	}
 	return t, nil
