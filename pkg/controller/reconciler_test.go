@@ -1,0 +1,669 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/yaml"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/definitions"
+	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/render"
+	"github.com/oamflow/oamflow/pkg/testing/envtest"
+	"github.com/oamflow/oamflow/pkg/workflow"
+)
+
+// The API server starts on first use, so the table tests of this package
+// run without the Kubernetes binaries.
+var (
+	envOnce sync.Once
+	testEnv *envtest.Environment
+	envErr  error
+)
+
+func env(t *testing.T) *envtest.Environment {
+	t.Helper()
+	if os.Getenv(envtest.SkipEnv) == "1" {
+		t.Skipf("%s=1", envtest.SkipEnv)
+	}
+	envOnce.Do(func() {
+		scheme := runtime.NewScheme()
+		if envErr = clientgoscheme.AddToScheme(scheme); envErr != nil {
+			return
+		}
+		if envErr = v1beta1.AddToScheme(scheme); envErr != nil {
+			return
+		}
+		testEnv, envErr = envtest.Start(envtest.WithCRDs("charts/oamflow/crds"), envtest.WithScheme(scheme))
+		if envErr == nil {
+			workflow.SetupLibrary(testEnv.Client, 3)
+		}
+	})
+	require.NoError(t, envErr)
+	return testEnv
+}
+
+func TestMain(m *testing.M) {
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	code := m.Run()
+	if testEnv != nil {
+		if err := testEnv.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
+	os.Exit(code)
+}
+
+// harness is one namespace with a Reconciler working in it.
+type harness struct {
+	t        *testing.T
+	c        client.Client
+	ns       string
+	r        *Reconciler
+	recorder *record.FakeRecorder
+	writes   atomic.Int64
+}
+
+var nsSeq atomic.Int64
+
+type harnessOpt struct {
+	with []Option
+	// stepTimeout overrides the default step timeout (1 minute).
+	stepTimeout time.Duration
+}
+
+func newHarness(t *testing.T, o harnessOpt) *harness {
+	t.Helper()
+	e := env(t)
+	ctx := context.Background()
+	h := &harness{t: t, ns: fmt.Sprintf("ctrl-%d", nsSeq.Add(1))}
+	require.NoError(t, e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}))
+	// Every write the reconciler makes is counted.
+	count := func() { h.writes.Add(1) }
+	base, err := client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
+	require.NoError(t, err)
+	h.c = interceptor.NewClient(base, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			count()
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			count()
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			count()
+			return c.Patch(ctx, obj, p, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			count()
+			return c.Delete(ctx, obj, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			count()
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			count()
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	})
+	builtins, err := appfile.NewFSSource(definitions.FS, ".")
+	require.NoError(t, err)
+	steps, err := workflow.BuiltinTemplates(definitions.FS, "workflowsteps")
+	require.NoError(t, err)
+	timeout := o.stepTimeout
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	eng, err := workflow.NewEngine(h.c, workflow.Options{DefaultStepTimeout: timeout, Builtins: steps})
+	require.NoError(t, err)
+	h.recorder = record.NewFakeRecorder(1000)
+	h.r = New(h.c, h.c, h.recorder, eng, "oamflow-system", builtins,
+		Options{StepTimeout: timeout, UnhealthyRequeue: 100 * time.Millisecond}, o.with...)
+	return h
+}
+
+func (h *harness) app(name, spec string) *v1beta1.Application {
+	h.t.Helper()
+	app := &v1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns}}
+	require.NoError(h.t, yaml.UnmarshalStrict([]byte(spec), &app.Spec))
+	require.NoError(h.t, env(h.t).Client.Create(context.Background(), app))
+	return app
+}
+
+func (h *harness) get(app *v1beta1.Application) *v1beta1.Application {
+	h.t.Helper()
+	out := &v1beta1.Application{}
+	require.NoError(h.t, env(h.t).Client.Get(context.Background(), client.ObjectKeyFromObject(app), out))
+	return out
+}
+
+func (h *harness) reconcile(app *v1beta1.Application) (ctrl.Result, error) {
+	ctx := ctrl.LoggerInto(context.Background(), ctrl.Log.WithName("test"))
+	return h.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(app)})
+}
+
+// readyDeployments plays kube-controller-manager: every Deployment of the
+// namespace reports all its replicas ready.
+func (h *harness) readyDeployments() {
+	h.t.Helper()
+	c := env(h.t).Client
+	list := &appsv1.DeploymentList{}
+	require.NoError(h.t, c.List(context.Background(), list, client.InNamespace(h.ns)))
+	for i := range list.Items {
+		d := &list.Items[i]
+		r := int32(1)
+		if d.Spec.Replicas != nil {
+			r = *d.Spec.Replicas
+		}
+		if d.Status.ObservedGeneration == d.Generation && d.Status.AvailableReplicas == r {
+			continue
+		}
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: r, UpdatedReplicas: r, ReadyReplicas: r, AvailableReplicas: r,
+			Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+			}}
+		require.NoError(h.t, c.Status().Update(context.Background(), d))
+	}
+}
+
+// until reconciles (making Deployments ready when ready is set) until done
+// holds for the stored Application.
+func (h *harness) until(app *v1beta1.Application, ready bool, deadline time.Duration, done func(*v1beta1.Application) bool) *v1beta1.Application {
+	h.t.Helper()
+	end := time.Now().Add(deadline)
+	for {
+		res, err := h.reconcile(app)
+		require.NoError(h.t, err)
+		got := h.get(app)
+		if done(got) {
+			return got
+		}
+		if time.Now().After(end) {
+			h.t.Fatalf("Application did not get there within %s: phase %s, conditions %+v, workflow %+v", deadline, got.Status.Phase, got.Status.Conditions, got.Status.Workflow)
+		}
+		if ready {
+			h.readyDeployments()
+		}
+		wait := res.RequeueAfter
+		if wait <= 0 || wait > 300*time.Millisecond {
+			wait = 300 * time.Millisecond
+		}
+		time.Sleep(wait)
+	}
+}
+
+func phaseIs(p common.ApplicationPhase) func(*v1beta1.Application) bool {
+	return func(a *v1beta1.Application) bool { return a.Status.Phase == p }
+}
+
+func (h *harness) deployment(name string) (*appsv1.Deployment, bool) {
+	d := &appsv1.Deployment{}
+	err := env(h.t).Client.Get(context.Background(), client.ObjectKey{Namespace: h.ns, Name: name}, d)
+	if apierrors.IsNotFound(err) {
+		return nil, false
+	}
+	require.NoError(h.t, err)
+	return d, true
+}
+
+func (h *harness) revisions(app string) []string {
+	list := &v1beta1.ApplicationRevisionList{}
+	require.NoError(h.t, env(h.t).Client.List(context.Background(), list, client.InNamespace(h.ns), client.MatchingLabels{v1beta1.LabelAppName: app}))
+	var out []string
+	for _, r := range list.Items {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+func (h *harness) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-h.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func (h *harness) update(app *v1beta1.Application, mod func(*v1beta1.Application)) {
+	h.t.Helper()
+	c := env(h.t).Client
+	for i := 0; i < 5; i++ {
+		cur := h.get(app)
+		mod(cur)
+		err := c.Update(context.Background(), cur)
+		if err == nil {
+			return
+		}
+		require.True(h.t, apierrors.IsConflict(err), err)
+	}
+	h.t.Fatal("could not update the Application")
+}
+
+func (h *harness) updateStatus(app *v1beta1.Application, mod func(*v1beta1.Application)) {
+	h.t.Helper()
+	cur := h.get(app)
+	mod(cur)
+	require.NoError(h.t, env(h.t).Client.Status().Update(context.Background(), cur))
+}
+
+const exampleApp = `
+components:
+- name: web
+  type: webservice
+  properties: {image: "nginx:1.27", port: 80}
+  traits:
+  - type: scaler
+    properties: {replicas: 2}
+  - type: expose
+    properties: {port: [80]}
+- name: worker
+  type: worker
+  dependsOn: [web]
+  properties: {image: "busybox:1.36"}
+`
+
+func TestExampleAppLifecycle(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	ctx := context.Background()
+	// An unrelated Deployment carrying the same labels must survive
+	// everything below.
+	stranger := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "stranger", Namespace: h.ns, Labels: map[string]string{v1beta1.LabelAppName: "shop", v1beta1.LabelAppComponent: "worker"}},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "stranger"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "stranger"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}},
+		},
+	}
+	require.NoError(t, env(t).Client.Create(ctx, stranger))
+	app := h.app("shop", exampleApp)
+
+	// First pass: web is applied, the worker waits for it.
+	_, err := h.reconcile(app)
+	require.NoError(t, err)
+	got := h.get(app)
+	assert.Equal(t, common.ApplicationRunningWorkflow, got.Status.Phase)
+	assert.Contains(t, got.Finalizers, Finalizer)
+	require.NotNil(t, got.Status.LatestRevision)
+	assert.Equal(t, "shop-v1", got.Status.LatestRevision.Name)
+	_, ok := h.deployment("web")
+	assert.True(t, ok, "web is applied")
+	_, ok = h.deployment("worker")
+	assert.False(t, ok, "the worker depends on web")
+
+	got = h.until(app, true, 60*time.Second, phaseIs(common.ApplicationRunning))
+	web, _ := h.deployment("web")
+	assert.Equal(t, int32(2), *web.Spec.Replicas)
+	require.Len(t, got.Status.Services, 2)
+	for _, s := range got.Status.Services {
+		assert.True(t, s.Healthy, "%s: %s", s.Name, s.Message)
+	}
+	assert.NotEmpty(t, got.Status.AppliedResources)
+	assert.Equal(t, got.Generation, got.Status.ObservedGeneration)
+	ready := meta.FindStatusCondition(got.Status.Conditions, ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionTrue, ready.Status)
+	rev1 := &v1beta1.ApplicationRevision{}
+	require.NoError(t, env(t).Client.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "shop-v1"}, rev1))
+	assert.True(t, rev1.Status.Succeeded)
+	assert.Contains(t, rev1.Spec.ComponentDefinitions, "webservice", "the revision snapshots the definitions used")
+	assert.Contains(t, rev1.Spec.TraitDefinitions, "scaler")
+	assert.Contains(t, rev1.Spec.WorkflowStepDefinitions, "apply-component")
+	evs := strings.Join(h.events(), "\n")
+	assert.Contains(t, evs, "Normal RunningWorkflow")
+	assert.Contains(t, evs, "Normal Running")
+
+	// Scale: a new revision, v1 kept.
+	h.update(app, func(a *v1beta1.Application) {
+		a.Spec.Components[0].Traits[0].Properties.Raw = []byte(`{"replicas":3}`)
+	})
+	got = h.until(app, true, 60*time.Second, func(a *v1beta1.Application) bool {
+		return a.Status.LatestRevision.Name == "shop-v2" && a.Status.Phase == common.ApplicationRunning
+	})
+	web, _ = h.deployment("web")
+	assert.Equal(t, int32(3), *web.Spec.Replicas)
+	assert.ElementsMatch(t, []string{"shop-v1", "shop-v2"}, h.revisions("shop"))
+
+	// Remove the worker: its Deployment goes, nothing else.
+	h.update(app, func(a *v1beta1.Application) { a.Spec.Components = a.Spec.Components[:1] })
+	h.until(app, true, 60*time.Second, func(a *v1beta1.Application) bool {
+		return a.Status.LatestRevision.Name == "shop-v3" && a.Status.Phase == common.ApplicationRunning
+	})
+	_, ok = h.deployment("worker")
+	assert.False(t, ok, "the dropped component's Deployment is collected")
+	_, ok = h.deployment("web")
+	assert.True(t, ok)
+	_, ok = h.deployment("stranger")
+	assert.True(t, ok)
+
+	// Delete: everything it deployed goes, the stranger stays.
+	require.NoError(t, env(t).Client.Delete(ctx, h.get(app)))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := h.reconcile(app)
+		require.NoError(t, err)
+		cur := &v1beta1.Application{}
+		if err := env(t).Client.Get(ctx, client.ObjectKeyFromObject(app), cur); apierrors.IsNotFound(err) {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the Application was not released")
+		time.Sleep(200 * time.Millisecond)
+	}
+	_, ok = h.deployment("web")
+	assert.False(t, ok)
+	svc := &corev1.Service{}
+	assert.True(t, apierrors.IsNotFound(env(t).Client.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "web"}, svc)))
+	_, ok = h.deployment("stranger")
+	assert.True(t, ok, "an unrelated Deployment with the same labels is untouched")
+	assert.Empty(t, h.revisions("shop"))
+	cm := &corev1.ConfigMap{}
+	assert.True(t, apierrors.IsNotFound(env(t).Client.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: workflow.ContextName("shop")}, cm)))
+}
+
+func TestNoOpReconcileWritesNothing(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	app := h.app("quiet", `
+components:
+- name: web
+  type: webservice
+  properties: {image: "nginx:1.27"}
+  traits:
+  - type: scaler
+    properties: {replicas: 1}
+`)
+	h.until(app, true, 60*time.Second, phaseIs(common.ApplicationRunning))
+	// Let the health settle, then count.
+	_, err := h.reconcile(app)
+	require.NoError(t, err)
+	h.writes.Store(0)
+	for i := 0; i < 3; i++ {
+		_, err := h.reconcile(app)
+		require.NoError(t, err)
+	}
+	assert.Zero(t, h.writes.Load(), "a no-op reconcile of a healthy app writes nothing")
+	assert.Equal(t, common.ApplicationRunning, h.get(app).Status.Phase)
+}
+
+func TestHealthFlips(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	app := h.app("flip", `
+components:
+- name: web
+  type: webservice
+  properties: {image: "nginx:1.27"}
+`)
+	h.until(app, true, 60*time.Second, phaseIs(common.ApplicationRunning))
+	d, _ := h.deployment("web")
+	d.Status.ReadyReplicas, d.Status.AvailableReplicas = 0, 0
+	require.NoError(t, env(t).Client.Status().Update(context.Background(), d))
+	got := h.until(app, false, 10*time.Second, phaseIs(common.ApplicationUnhealthy))
+	ready := meta.FindStatusCondition(got.Status.Conditions, ConditionReady)
+	assert.Equal(t, ReasonUnhealthy, ready.Reason)
+	assert.Contains(t, ready.Message, "web")
+	assert.Contains(t, strings.Join(h.events(), "\n"), "Warning Unhealthy")
+	h.until(app, true, 10*time.Second, phaseIs(common.ApplicationRunning))
+}
+
+func TestInvalidApplicationFailsWithFieldPath(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	app := h.app("bad", `
+components:
+- name: web
+  type: no-such-type
+  properties: {image: "nginx"}
+- name: api
+  type: webservice
+  properties: {image: 42}
+`)
+	res, err := h.reconcile(app)
+	require.NoError(t, err, "an invalid Application is not retried")
+	assert.Zero(t, res.RequeueAfter)
+	got := h.get(app)
+	assert.Equal(t, common.ApplicationWorkflowFailed, got.Status.Phase)
+	parsed := meta.FindStatusCondition(got.Status.Conditions, ConditionParsed)
+	require.NotNil(t, parsed)
+	assert.Equal(t, ReasonInvalidApplication, parsed.Reason)
+	assert.Contains(t, parsed.Message, "spec.components[0].type")
+	assert.Contains(t, parsed.Message, "spec.components[1].properties.image")
+	assert.Contains(t, strings.Join(h.events(), "\n"), "Warning WorkflowFailed")
+	_, ok := h.deployment("api")
+	assert.False(t, ok, "nothing is applied")
+	assert.Empty(t, h.revisions("bad"))
+
+	// Fixing it deploys.
+	h.update(app, func(a *v1beta1.Application) {
+		a.Spec.Components = a.Spec.Components[1:]
+		a.Spec.Components[0].Properties.Raw = []byte(`{"image":"nginx"}`)
+	})
+	h.until(app, true, 60*time.Second, phaseIs(common.ApplicationRunning))
+}
+
+func TestRenderFailureEndsWorkflowFailed(t *testing.T) {
+	h := newHarness(t, harnessOpt{with: []Option{WithRenderer(RendererFn(func(ctx context.Context, af *appfile.AppFile, comp string, opts render.Options) ([]render.Resource, error) {
+		if comp == "broken" {
+			return nil, fmt.Errorf("component %q: template: output.spec.replicas: conflicting values 1 and \"x\"", comp)
+		}
+		return render.RenderComponent(ctx, af, comp, opts)
+	}))}})
+	app := h.app("rf", `
+components:
+- name: ok
+  type: webservice
+  properties: {image: "nginx"}
+- name: broken
+  type: webservice
+  properties: {image: "nginx"}
+`)
+	got := h.until(app, true, 30*time.Second, func(a *v1beta1.Application) bool { return a.Status.Workflow != nil && a.Status.Workflow.Finished })
+	assert.Equal(t, common.ApplicationWorkflowFailed, got.Status.Phase)
+	wc := meta.FindStatusCondition(got.Status.Conditions, ConditionWorkflow)
+	assert.Contains(t, wc.Message, "broken")
+	assert.Contains(t, wc.Message, "output.spec.replicas")
+	_, ok := h.deployment("broken")
+	assert.False(t, ok)
+}
+
+func TestPanicIsRecovered(t *testing.T) {
+	h := newHarness(t, harnessOpt{with: []Option{WithRenderer(RendererFn(func(context.Context, *appfile.AppFile, string, render.Options) ([]render.Resource, error) {
+		panic("boom")
+	}))}})
+	app := h.app("panicky", `
+components:
+- name: web
+  type: webservice
+  properties: {image: "nginx"}
+`)
+	var err error
+	require.NotPanics(t, func() { _, err = h.reconcile(app) })
+	// The library recovers panics inside steps and fails the step; either
+	// way the reconcile survives and the status says what happened.
+	got := h.get(app)
+	if err != nil {
+		ready := meta.FindStatusCondition(got.Status.Conditions, ConditionReady)
+		assert.Equal(t, ReasonReconcilePanic, ready.Reason)
+		return
+	}
+	got = h.until(app, false, 30*time.Second, func(a *v1beta1.Application) bool { return a.Status.Workflow != nil && a.Status.Workflow.Finished })
+	assert.Equal(t, common.ApplicationWorkflowFailed, got.Status.Phase)
+	assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, ConditionWorkflow).Message, "boom")
+}
+
+func TestPublishVersionPinsTheRevision(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	app := h.app("pinned", `
+components:
+- name: web
+  type: webservice
+  properties: {image: "nginx:1"}
+`)
+	h.update(app, func(a *v1beta1.Application) { a.Annotations = map[string]string{v1beta1.AnnoPublishVersion: "alpha"} })
+	h.until(app, true, 60*time.Second, phaseIs(common.ApplicationRunning))
+
+	h.update(app, func(a *v1beta1.Application) { a.Spec.Components[0].Properties.Raw = []byte(`{"image":"nginx:2"}`) })
+	got := h.until(app, true, 10*time.Second, phaseIs(common.ApplicationRunning))
+	assert.Equal(t, "pinned-v1", got.Status.LatestRevision.Name, "a spec edit under the same publishVersion is not deployed")
+	d, _ := h.deployment("web")
+	assert.Equal(t, "nginx:1", d.Spec.Template.Spec.Containers[0].Image)
+
+	h.update(app, func(a *v1beta1.Application) { a.Annotations[v1beta1.AnnoPublishVersion] = "beta" })
+	got = h.until(app, true, 60*time.Second, func(a *v1beta1.Application) bool {
+		return a.Status.LatestRevision.Name == "pinned-v2" && a.Status.Phase == common.ApplicationRunning
+	})
+	d, _ = h.deployment("web")
+	assert.Equal(t, "nginx:2", d.Spec.Template.Spec.Containers[0].Image)
+	rev := &v1beta1.ApplicationRevision{}
+	require.NoError(t, env(t).Client.Get(context.Background(), client.ObjectKey{Namespace: h.ns, Name: got.Status.LatestRevision.Name}, rev))
+	assert.Equal(t, "beta", rev.Spec.Application.Annotations[v1beta1.AnnoPublishVersion])
+}
+
+func TestDefinitionEditNeedsAutoUpdate(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	ctx := context.Background()
+	def := &v1beta1.ComponentDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "plain-cm", Namespace: h.ns},
+		Spec: v1beta1.ComponentDefinitionSpec{
+			Workload:  common.WorkloadTypeDescriptor{Definition: &common.WorkloadGVK{APIVersion: "v1", Kind: "ConfigMap"}},
+			Schematic: &common.Schematic{CUE: &common.CUE{Template: "output: {apiVersion: \"v1\", kind: \"ConfigMap\", data: v: \"one\"}\nparameter: {}\n"}},
+		},
+	}
+	require.NoError(t, env(t).Client.Create(ctx, def))
+	app := h.app("defs", `
+components:
+- name: cfg
+  type: plain-cm
+`)
+	h.until(app, false, 30*time.Second, phaseIs(common.ApplicationRunning))
+	cm := func() string {
+		o := &corev1.ConfigMap{}
+		require.NoError(t, env(t).Client.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: "cfg"}, o))
+		return o.Data["v"]
+	}
+	require.Equal(t, "one", cm())
+
+	require.NoError(t, env(t).Client.Get(ctx, client.ObjectKeyFromObject(def), def))
+	def.Spec.Schematic.CUE.Template = strings.Replace(def.Spec.Schematic.CUE.Template, `"one"`, `"two"`, 1)
+	require.NoError(t, env(t).Client.Update(ctx, def))
+	got := h.until(app, false, 10*time.Second, phaseIs(common.ApplicationRunning))
+	assert.Equal(t, "defs-v1", got.Status.LatestRevision.Name, "editing a definition does not change a deployed app")
+	assert.Equal(t, "one", cm())
+
+	h.update(app, func(a *v1beta1.Application) { a.Annotations = map[string]string{v1beta1.AnnoAutoUpdate: "true"} })
+	h.until(app, false, 30*time.Second, func(a *v1beta1.Application) bool {
+		return a.Status.LatestRevision.Name == "defs-v2" && a.Status.Phase == common.ApplicationRunning
+	})
+	assert.Equal(t, "two", cm())
+}
+
+func TestRestartAnnotationRerunsTheWorkflow(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	app := h.app("again", `
+components:
+- name: web
+  type: webservice
+  properties: {image: "nginx"}
+`)
+	first := h.until(app, true, 60*time.Second, phaseIs(common.ApplicationRunning))
+	started := first.Status.Workflow.StartTime
+	time.Sleep(1100 * time.Millisecond)
+	h.update(app, func(a *v1beta1.Application) { a.Annotations = map[string]string{v1beta1.AnnoRestartWorkflow: "true"} })
+	got := h.until(app, true, 60*time.Second, func(a *v1beta1.Application) bool {
+		return a.Status.Workflow.StartTime.After(started.Time) && a.Status.Phase == common.ApplicationRunning
+	})
+	assert.NotContains(t, got.Annotations, v1beta1.AnnoRestartWorkflow, "the restart request is consumed")
+	assert.Equal(t, "again-v1", got.Status.LatestRevision.Name, "same content, same revision")
+}
+
+func TestSuspendResumeThroughStatus(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	app := h.app("ops", `
+components:
+- name: web
+  type: webservice
+  properties: {image: "nginx"}
+workflow:
+  steps:
+  - {name: approve, type: suspend}
+  - {name: deploy, type: apply-component, properties: {component: web}}
+`)
+	got := h.until(app, false, 30*time.Second, phaseIs(common.ApplicationWorkflowSuspending))
+	assert.True(t, got.Status.Workflow.Suspend)
+	_, ok := h.deployment("web")
+	assert.False(t, ok)
+
+	h.updateStatus(app, func(a *v1beta1.Application) { require.NoError(t, workflow.Resume(a.Status.Workflow)) })
+	h.until(app, true, 60*time.Second, phaseIs(common.ApplicationRunning))
+	_, ok = h.deployment("web")
+	assert.True(t, ok)
+}
+
+func TestTerminateThroughStatus(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	app := h.app("stop", `
+components:
+- name: web
+  type: webservice
+  properties: {image: "nginx"}
+workflow:
+  steps:
+  - {name: approve, type: suspend}
+  - {name: deploy, type: apply-component, properties: {component: web}}
+`)
+	h.until(app, false, 30*time.Second, phaseIs(common.ApplicationWorkflowSuspending))
+	h.updateStatus(app, func(a *v1beta1.Application) { require.NoError(t, workflow.Terminate(a.Status.Workflow)) })
+	got := h.until(app, false, 30*time.Second, phaseIs(common.ApplicationWorkflowTerminated))
+	assert.Equal(t, wfv1alpha1.WorkflowStateTerminated, got.Status.Workflow.Status)
+	_, ok := h.deployment("web")
+	assert.False(t, ok)
+}
+
+func TestPanicAtTheBoundaryIsReported(t *testing.T) {
+	h := newHarness(t, harnessOpt{with: []Option{WithParser(ParserFn(func(context.Context, *v1beta1.Application, appfile.DefinitionSource) (*appfile.AppFile, error) {
+		panic("parser exploded")
+	}))}})
+	app := h.app("boundary", `
+components:
+- name: web
+  type: webservice
+  properties: {image: "nginx"}
+`)
+	var err error
+	require.NotPanics(t, func() { _, err = h.reconcile(app) })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "parser exploded")
+	ready := meta.FindStatusCondition(h.get(app).Status.Conditions, ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, ReasonReconcilePanic, ready.Reason)
+	assert.Contains(t, strings.Join(h.events(), "\n"), "Warning ReconcilePanic")
+}
