@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/testing/envtest"
+)
+
+func TestFlags(t *testing.T) {
+	cases := []struct {
+		reason string
+		args   []string
+		check  func(t *testing.T, o Options)
+		err    string
+	}{
+		{"defaults", nil, func(t *testing.T, o Options) {
+			assert.Equal(t, 4, o.Concurrency)
+			assert.Equal(t, 5*time.Minute, o.ResyncPeriod)
+			assert.Equal(t, 10, o.RevisionLimit)
+			assert.Equal(t, "oamflow-system", o.SystemNamespace)
+			assert.Equal(t, ":8080", o.MetricsAddr)
+			assert.Equal(t, ":9440", o.ProbeAddr)
+			assert.False(t, o.LeaderElect)
+			assert.Equal(t, 10, o.MaxStepRetries)
+			assert.Equal(t, 10*time.Minute, o.DefaultStepTimeout)
+		}, ""},
+		{"overrides", []string{"--concurrent-reconciles=8", "--default-step-timeout=0", "--leader-elect"}, func(t *testing.T, o Options) {
+			assert.Equal(t, 8, o.Concurrency)
+			assert.Zero(t, o.DefaultStepTimeout)
+			assert.True(t, o.LeaderElect)
+		}, ""},
+		{"no workers", []string{"--concurrent-reconciles=0"}, nil, "--concurrent-reconciles must be at least 1"},
+		{"no retries", []string{"--max-step-retries=0"}, nil, "--max-step-retries must be at least 1"},
+		{"negative timeout", []string{"--default-step-timeout=-1s"}, nil, "--default-step-timeout must not be negative"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			o := Options{}
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			bindFlags(fs, &o)
+			require.NoError(t, fs.Parse(tc.args))
+			err := o.validate()
+			if tc.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
+				return
+			}
+			require.NoError(t, err)
+			tc.check(t, o)
+		})
+	}
+}
+
+// TestManagerDeploysAnApplication runs the real manager against a real API
+// server and waits for an Application to be running.
+func TestManagerDeploysAnApplication(t *testing.T) {
+	if os.Getenv(envtest.SkipEnv) == "1" {
+		t.Skip()
+	}
+	scheme, err := Scheme()
+	require.NoError(t, err)
+	env := envtest.New(t, envtest.WithCRDs("charts/oamflow/crds"), envtest.WithScheme(scheme))
+	c := env.Client
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	o := Options{}
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	bindFlags(fs, &o)
+	require.NoError(t, fs.Parse([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--concurrent-reconciles=2"}))
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, env.Config, o) }()
+
+	app := &v1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"}}
+	require.NoError(t, yaml.Unmarshal([]byte(`
+components:
+- name: settings
+  type: k8s-objects
+  properties:
+    objects:
+    - apiVersion: v1
+      kind: ConfigMap
+      metadata: {name: settings}
+      data: {mode: fast}
+`), &app.Spec))
+	require.NoError(t, c.Create(ctx, app))
+
+	require.Eventually(t, func() bool {
+		got := &v1beta1.Application{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(app), got); err != nil {
+			return false
+		}
+		return got.Status.Phase == common.ApplicationRunning
+	}, 60*time.Second, 200*time.Millisecond)
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "settings"}, cm))
+	assert.Equal(t, "fast", cm.Data["mode"])
+	assert.Equal(t, "cfg", cm.Labels[v1beta1.LabelAppName])
+
+	require.NoError(t, c.Delete(ctx, app))
+	require.Eventually(t, func() bool {
+		return c.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}) != nil
+	}, 30*time.Second, 200*time.Millisecond, "deleting the Application deletes what it deployed")
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the manager did not stop")
+	}
+}
