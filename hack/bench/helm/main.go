@@ -3,9 +3,12 @@
 // (v3.16.4, built from hack/tools/helm), on the same local cluster.
 //
 // It needs a cluster whose Deployments become ready: a local cluster with
-// kwok fake nodes (pkg/localcluster, `oamflow local up`), not envtest.
+// kwok fake nodes (pkg/localcluster), not envtest. Without --kubeconfig it
+// starts one itself from bin/k8s in a temporary state directory and stops it
+// at the end:
 //
 //	(cd hack/tools/helm && go build -o ../../../bin/helm helm.sh/helm/v3/cmd/helm)
+//	go run ./hack/bench/helm                       # own local cluster
 //	go run ./hack/bench/helm --kubeconfig ~/.oamflow/clusters/local/kubeconfig.yaml
 //
 // Each of --runs rounds installs the chart once with each tool (alternating
@@ -32,11 +35,15 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/localcluster"
 )
 
-func main() {
+func main() { os.Exit(realMain()) }
+
+func realMain() int {
 	var (
-		kubeconfig = flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of a local cluster with kwok nodes")
+		kubeconfig = flag.String("kubeconfig", "", "kubeconfig of a local cluster with kwok nodes; empty starts one from --k8s-bin")
+		k8sBin     = flag.String("k8s-bin", "bin/k8s", "control-plane binaries for the cluster started without --kubeconfig")
 		helmBin    = flag.String("helm", "bin/helm", "helm CLI built from hack/tools/helm")
 		chartDir   = flag.String("chart", "charts/testdata/simple", "chart folder to install")
 		runs       = flag.Int("runs", 5, "rounds; each installs once with each tool")
@@ -44,10 +51,55 @@ func main() {
 		timeout    = flag.Duration("timeout", 5*time.Minute, "install + wait timeout")
 	)
 	flag.Parse()
+	if *kubeconfig == "" {
+		kc, stop, err := startCluster(*k8sBin)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helm-bench: local cluster:", err)
+			return 1
+		}
+		defer stop()
+		*kubeconfig = kc
+	}
 	if err := run(*kubeconfig, *helmBin, *chartDir, *runs, *replicas, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "helm-bench:", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
+}
+
+// startCluster starts one local cluster with 3 kwok nodes in a temporary
+// state directory and returns its kubeconfig and a function stopping it.
+func startCluster(binDir string) (string, func(), error) {
+	home, err := os.MkdirTemp("", "helm-bench-home-")
+	if err != nil {
+		return "", nil, err
+	}
+	abs, err := filepath.Abs(binDir)
+	if err != nil {
+		return "", nil, err
+	}
+	m, err := localcluster.New(localcluster.Config{Home: home, BinDir: abs, Progress: os.Stderr})
+	if err != nil {
+		return "", nil, err
+	}
+	o := localcluster.DefaultUpOptions()
+	o.NamePrefix, o.Nodes = "helmbench-", 3
+	stop := func() {
+		if _, err := m.Down(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "helm-bench: stopping the local cluster:", err)
+		}
+		_ = os.RemoveAll(home)
+	}
+	if _, err := m.Up(context.Background(), o); err != nil {
+		stop()
+		return "", nil, err
+	}
+	kc, err := m.Kubeconfig(localcluster.HubName)
+	if err != nil {
+		stop()
+		return "", nil, err
+	}
+	return kc, stop, nil
 }
 
 func run(kubeconfig, helmBin, chartDir string, runs, replicas int, timeout time.Duration) error {
@@ -154,4 +206,3 @@ func mean(d []time.Duration) time.Duration {
 	}
 	return sum / time.Duration(len(d))
 }
-
