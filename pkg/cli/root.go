@@ -64,6 +64,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	root.AddCommand(newLocalCommand(opts))
 	root.AddCommand(newDryRunCommand(opts))
 	root.AddCommand(newDefCommand(opts))
+	root.AddCommand(newWorkflowCommand(opts))
 	return root
 }
 
