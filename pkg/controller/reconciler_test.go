@@ -667,3 +667,30 @@ components:
 	assert.Equal(t, ReasonReconcilePanic, ready.Reason)
 	assert.Contains(t, strings.Join(h.events(), "\n"), "Warning ReconcilePanic")
 }
+
+func TestRevisionLimitFromGarbageCollectPolicy(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	app := h.app("hist", `
+components:
+- name: cfg
+  type: k8s-objects
+  properties:
+    objects:
+    - {apiVersion: v1, kind: ConfigMap, metadata: {name: hist}, data: {v: "1"}}
+policies:
+- name: gc
+  type: garbage-collect
+  properties: {applicationRevisionLimit: 2}
+`)
+	h.until(app, false, 30*time.Second, phaseIs(common.ApplicationRunning))
+	for v := 2; v <= 4; v++ {
+		h.update(app, func(a *v1beta1.Application) {
+			a.Spec.Components[0].Properties.Raw = []byte(fmt.Sprintf(`{"objects":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"hist"},"data":{"v":"%d"}}]}`, v))
+		})
+		want := fmt.Sprintf("hist-v%d", v)
+		h.until(app, false, 30*time.Second, func(a *v1beta1.Application) bool {
+			return a.Status.LatestRevision.Name == want && a.Status.Phase == common.ApplicationRunning
+		})
+	}
+	assert.ElementsMatch(t, []string{"hist-v3", "hist-v4"}, h.revisions("hist"))
+}

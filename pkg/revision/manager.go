@@ -129,8 +129,10 @@ func Sorted(app string, revs []v1beta1.ApplicationRevision) []v1beta1.Applicatio
 }
 
 // Create stores a new revision of app with defs and hash, numbered one
-// above the highest existing revision. If another writer took the number
-// first, the next number is tried (up to 5 times).
+// above the highest existing revision — unless that revision already has
+// this hash (an earlier reconcile made it but could not record it), which
+// is returned instead. If another writer took the number first, the next
+// number is tried (up to 5 times).
 func (m *Manager) Create(ctx context.Context, app *v1beta1.Application, defs Definitions, hash string) (*v1beta1.ApplicationRevision, error) {
 	revs, err := m.List(ctx, app)
 	if err != nil {
@@ -138,8 +140,13 @@ func (m *Manager) Create(ctx context.Context, app *v1beta1.Application, defs Def
 	}
 	var n int64 = 1
 	if len(revs) > 0 {
-		last, _ := Number(app.Name, revs[len(revs)-1].Name)
-		n = last + 1
+		last := &revs[len(revs)-1]
+		if last.Labels[v1beta1.LabelAppRevisionHash] == hash {
+			// Made by an earlier reconcile whose status write was lost.
+			return last, nil
+		}
+		num, _ := Number(app.Name, last.Name)
+		n = num + 1
 	}
 	for attempt := 0; attempt < 5; attempt, n = attempt+1, n+1 {
 		rev := Snapshot(app, defs, n, hash)
