@@ -16,7 +16,7 @@
 //	clusters/<name>/kwokctl.yaml    the kwokctl configuration the cluster was created with
 //	kwok/                           KWOK_WORKDIR: kwokctl's own files
 //	kwok/clusters/<prefix><name>/   per cluster: pids/, logs/<component>.log, pki/, etcd data
-//	kwok/kwokctl.log                output of every kwokctl invocation
+//	kwok/logs/kwokctl-<prefix><name>.log  output of the kwokctl commands run for a cluster
 //
 // All components listen on 127.0.0.1 only, on free ports picked at start.
 package localcluster

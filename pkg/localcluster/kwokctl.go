@@ -16,7 +16,7 @@ import (
 // kwokctl runs our kwokctl binary against the state directory: KWOK_WORKDIR
 // points into it, user KWOK_* variables are dropped (they could name download
 // URLs), a kubectl stand-in comes first on PATH, and all output is appended to
-// kwok/kwokctl.log.
+// kwok/logs/kwokctl-<cluster>.log.
 type kwokctl struct {
 	binary string
 	layout layout
@@ -38,6 +38,9 @@ exit 1
 
 // prepare writes the kubectl stand-in and creates the kwokctl workdir.
 func (k kwokctl) prepare() error {
+	if err := os.MkdirAll(filepath.Join(k.layout.kwokWorkdir(), "logs"), 0o755); err != nil {
+		return fmt.Errorf("creating kwokctl workdir: %w", err)
+	}
 	if err := os.MkdirAll(k.layout.stubDir(), 0o755); err != nil {
 		return fmt.Errorf("creating kwokctl workdir: %w", err)
 	}
@@ -47,13 +50,13 @@ func (k kwokctl) prepare() error {
 	return nil
 }
 
-// run executes kwokctl with args. The error carries the tail of the kwokctl
-// log.
-func (k kwokctl) run(ctx context.Context, args ...string) error {
+// run executes kwokctl with args for cluster kwokName, appending its output
+// to that cluster's kwokctl log. The error carries the tail of the log.
+func (k kwokctl) run(ctx context.Context, kwokName string, args ...string) error {
 	if err := k.prepare(); err != nil {
 		return err
 	}
-	logPath := k.layout.kwokctlLog()
+	logPath := k.layout.kwokctlLog(kwokName)
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("opening kwokctl log: %w", err)
@@ -97,7 +100,7 @@ func (k kwokctl) env(base []string) []string {
 // createArgs are the arguments that create cluster kwokName from configPath.
 func (k kwokctl) createArgs(kwokName, configPath string) []string {
 	return []string{"--name", kwokName, "--config", configPath, "create", "cluster",
-		"--kubeconfig", k.layout.scratchKubeconfig()}
+		"--kubeconfig", k.layout.scratchKubeconfig(kwokName)}
 }
 
 // kwokctlConfig is the subset of kwokctl's KwokctlConfiguration

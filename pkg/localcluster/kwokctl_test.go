@@ -72,7 +72,7 @@ func TestKwokctlEnv(t *testing.T) {
 
 func TestKwokctlArgs(t *testing.T) {
 	k := kwokctl{binary: "/b/kwokctl", layout: layout{home: "/h"}}
-	assert.Equal(t, []string{"--name", "oamflow-local", "--config", "/h/clusters/local/kwokctl.yaml", "create", "cluster", "--kubeconfig", "/h/kwok/kwokctl-kubeconfig.yaml"},
+	assert.Equal(t, []string{"--name", "oamflow-local", "--config", "/h/clusters/local/kwokctl.yaml", "create", "cluster", "--kubeconfig", "/h/kwok/contexts/oamflow-local.yaml"},
 		k.createArgs("oamflow-local", "/h/clusters/local/kwokctl.yaml"), "kwokctl never edits ~/.kube/config")
 	assert.Equal(t, []string{"--name", "x", "scale", "node", "--replicas", "30"}, scaleNodeArgs("x", 30))
 }

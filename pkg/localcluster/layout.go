@@ -26,7 +26,11 @@ type layout struct{ home string }
 func (l layout) statePath() string   { return filepath.Join(l.home, "state.json") }
 func (l layout) lockPath() string    { return filepath.Join(l.home, "lock") }
 func (l layout) kwokWorkdir() string { return filepath.Join(l.home, "kwok") }
-func (l layout) kwokctlLog() string  { return filepath.Join(l.kwokWorkdir(), "kwokctl.log") }
+
+// kwokctlLog collects the output of the kwokctl commands run for a cluster.
+func (l layout) kwokctlLog(kwokName string) string {
+	return filepath.Join(l.kwokWorkdir(), "logs", "kwokctl-"+kwokName+".log")
+}
 
 // kwokClustersDir holds one kwokctl workdir per cluster.
 func (l layout) kwokClustersDir() string { return filepath.Join(l.kwokWorkdir(), "clusters") }
@@ -40,10 +44,11 @@ func (l layout) noDownloadPath(tool string) string {
 	return filepath.Join(l.kwokWorkdir(), "not-provided", tool)
 }
 
-// scratchKubeconfig receives the contexts kwokctl insists on adding, so
-// kwokctl never touches ~/.kube/config.
-func (l layout) scratchKubeconfig() string {
-	return filepath.Join(l.kwokWorkdir(), "kwokctl-kubeconfig.yaml")
+// scratchKubeconfig receives the context kwokctl insists on adding for
+// cluster kwokName, so kwokctl never touches ~/.kube/config. One file per
+// cluster lets clusters be created in parallel.
+func (l layout) scratchKubeconfig(kwokName string) string {
+	return filepath.Join(l.kwokWorkdir(), "contexts", kwokName+".yaml")
 }
 
 func (l layout) clusterDir(name string) string { return filepath.Join(l.home, "clusters", name) }

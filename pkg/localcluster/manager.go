@@ -291,24 +291,17 @@ func (m *Manager) Up(ctx context.Context, o UpOptions) (*UpResult, error) {
 		}
 	}
 
-	// Create the missing ones. kwokctl forks the components and returns; the
-	// clusters then start in parallel.
-	var created []clusterRecord
+	// Plan the missing ones (ports, configuration, state record), then start
+	// every cluster in parallel: kwokctl forks the components of a new one
+	// and returns, and each cluster is waited for until ready.
+	created, err := m.planClusters(ctx, st, create, o)
 	fail := func(err error) (*UpResult, error) {
 		m.stopAttempt(created)
 		return nil, err
 	}
-	for _, name := range create {
-		rec, err := m.createCluster(ctx, st, name, o)
-		if rec != nil {
-			created = append(created, *rec)
-		}
-		if err != nil {
-			return fail(err)
-		}
+	if err != nil {
+		return fail(err)
 	}
-
-	// Wait for every requested cluster, created or kept.
 	results := make([]ClusterStatus, len(names))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
@@ -319,15 +312,14 @@ func (m *Manager) Up(ctx context.Context, o UpOptions) (*UpResult, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t, err := m.waitReady(wctx, rec, o, start)
+			s, err := m.startCluster(wctx, rec, contains(create, name), o, start)
 			if err != nil {
 				errs[i] = err
-				wcancel() // one failure stops the others' waits
+				wcancel() // one failure stops the others
 				return
 			}
-			s := m.inspect(rec, st.NamePrefix)
-			s.APIReady, s.APIReadyAfter, s.ReadyAfter = true, t.apiReady, t.ready
 			s.Reused = contains(reuse, name)
+			s.Context = st.NamePrefix + name
 			results[i] = s
 		}()
 	}
@@ -354,58 +346,79 @@ func (m *Manager) Up(ctx context.Context, o UpOptions) (*UpResult, error) {
 	return &UpResult{Clusters: results, Extra: extra}, nil
 }
 
-// createCluster picks ports, records the cluster in the state file and runs
-// `kwokctl create cluster`. It returns the record once the state file holds
-// it (also on a later error), so the caller can stop what was started.
-func (m *Manager) createCluster(ctx context.Context, st *state, name string, o UpOptions) (*clusterRecord, error) {
+// planClusters picks ports for the clusters in names, writes their kwokctl
+// configurations and records them in the state file. It returns the records
+// written, also on error, so the caller can clean them up.
+func (m *Manager) planClusters(ctx context.Context, st *state, names []string, o UpOptions) ([]clusterRecord, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
 	used := st.usedPorts()
-	fixedAPI := 0
-	if name == HubName && o.APIServerPort != 0 {
-		fixedAPI = o.APIServerPort
-		used[fixedAPI] = true
-		if err := checkPortFree(fixedAPI); err != nil {
-			return nil, &ComponentError{Cluster: name, Component: CompKubeAPIServer, Reason: "cannot listen on its port: " + err.Error(),
+	if o.APIServerPort != 0 {
+		used[o.APIServerPort] = true
+	}
+	if contains(names, HubName) && o.APIServerPort != 0 {
+		if err := checkPortFree(o.APIServerPort); err != nil {
+			return nil, &ComponentError{Cluster: HubName, Component: CompKubeAPIServer, Reason: "cannot listen on its port: " + err.Error(),
 				LogPath: "(not started)", LogTail: "(nothing was started; choose another --api-port or stop what listens on it)"}
 		}
 	}
-	p, err := pickPorts(6, used)
-	if err != nil {
-		return nil, fmt.Errorf("cluster %s: %w", name, err)
-	}
-	ports := Ports{APIServer: p[0], Etcd: p[1], EtcdPeer: p[2], ControllerManager: p[3], Scheduler: p[4], Kwok: p[5]}
-	if fixedAPI != 0 {
-		ports.APIServer = fixedAPI
-	}
-	rec := clusterRecord{Name: name, KwokName: st.NamePrefix + name, Ports: ports, Nodes: o.Nodes, CreatedAt: time.Now().UTC()}
-
-	// A kwokctl workdir without a record is debris of an interrupted run.
-	if _, err := os.Stat(m.layout.kwokDir(rec.KwokName)); err == nil {
-		if err := m.deleteCluster(ctx, rec); err != nil {
-			return nil, fmt.Errorf("cluster %s: clearing leftovers: %w", name, err)
-		}
-	}
-	cfg, err := renderKwokctlConfig(m.layout, m.binDir, ports, o)
+	p, err := pickPorts(6*len(names), used)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(m.layout.clusterDir(name), 0o755); err != nil {
-		return nil, fmt.Errorf("cluster %s: %w", name, err)
+	var planned []clusterRecord
+	for i, name := range names {
+		q := p[6*i : 6*i+6]
+		ports := Ports{APIServer: q[0], Etcd: q[1], EtcdPeer: q[2], ControllerManager: q[3], Scheduler: q[4], Kwok: q[5]}
+		if name == HubName && o.APIServerPort != 0 {
+			ports.APIServer = o.APIServerPort
+		}
+		rec := clusterRecord{Name: name, KwokName: st.NamePrefix + name, Ports: ports, Nodes: o.Nodes, CreatedAt: time.Now().UTC()}
+		// A kwokctl workdir without a record is debris of an interrupted run.
+		if _, err := os.Stat(m.layout.kwokDir(rec.KwokName)); err == nil {
+			if err := m.deleteCluster(ctx, rec); err != nil {
+				return planned, fmt.Errorf("cluster %s: clearing leftovers: %w", name, err)
+			}
+		}
+		cfg, err := renderKwokctlConfig(m.layout, m.binDir, ports, o)
+		if err != nil {
+			return planned, err
+		}
+		if err := os.MkdirAll(m.layout.clusterDir(name), 0o755); err != nil {
+			return planned, fmt.Errorf("cluster %s: %w", name, err)
+		}
+		if err := os.WriteFile(m.layout.kwokctlConfigPath(name), cfg, 0o644); err != nil {
+			return planned, fmt.Errorf("cluster %s: writing kwokctl configuration: %w", name, err)
+		}
+		st.put(rec)
+		planned = append(planned, rec)
 	}
-	if err := os.WriteFile(m.layout.kwokctlConfigPath(name), cfg, 0o644); err != nil {
-		return nil, fmt.Errorf("cluster %s: writing kwokctl configuration: %w", name, err)
-	}
-	st.put(rec)
 	if err := st.save(m.layout.statePath()); err != nil {
-		return nil, err
+		return planned, err
 	}
-	m.progress.printf(name, "starting etcd, kube-apiserver (127.0.0.1:%d), kube-controller-manager, kube-scheduler, kwok", ports.APIServer)
-	if err := m.kwokctl.run(ctx, m.kwokctl.createArgs(rec.KwokName, m.layout.kwokctlConfigPath(name))...); err != nil {
-		if ce := m.firstDeadComponent(rec); ce != nil {
-			return &rec, ce
+	return planned, nil
+}
+
+// startCluster runs `kwokctl create cluster` when create is set, then waits
+// until the cluster is ready and returns its status with timings.
+func (m *Manager) startCluster(ctx context.Context, rec clusterRecord, create bool, o UpOptions, start time.Time) (ClusterStatus, error) {
+	if create {
+		m.progress.printf(rec.Name, "starting etcd, kube-apiserver (127.0.0.1:%d), kube-controller-manager, kube-scheduler, kwok", rec.Ports.APIServer)
+		if err := m.kwokctl.run(ctx, rec.KwokName, m.kwokctl.createArgs(rec.KwokName, m.layout.kwokctlConfigPath(rec.Name))...); err != nil {
+			if ce := m.firstDeadComponent(rec); ce != nil {
+				return ClusterStatus{}, ce
+			}
+			return ClusterStatus{}, fmt.Errorf("cluster %s: %w", rec.Name, err)
 		}
-		return &rec, fmt.Errorf("cluster %s: %w", name, err)
 	}
-	return &rec, nil
+	t, err := m.waitReady(ctx, rec, o, start)
+	if err != nil {
+		return ClusterStatus{}, err
+	}
+	s := m.inspect(rec, "")
+	s.APIReady, s.APIReadyAfter, s.ReadyAfter = true, t.apiReady, t.ready
+	return s, nil
 }
 
 // firstDeadComponent returns a ComponentError for the first component of rec
@@ -429,7 +442,7 @@ func (m *Manager) stopAttempt(created []clusterRecord) {
 	for _, rec := range created {
 		m.progress.printf(rec.Name, "stopping (start failed)")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		_ = m.kwokctl.run(ctx, "--name", rec.KwokName, "stop", "cluster")
+		_ = m.kwokctl.run(ctx, rec.KwokName, "--name", rec.KwokName, "stop", "cluster")
 		cancel()
 		if left := stopProcesses(m.processesOf(rec.KwokName), 5*time.Second); len(left) > 0 {
 			m.progress.printf(rec.Name, "WARNING: pids %v did not exit", left)
@@ -510,7 +523,7 @@ func (m *Manager) deleteCluster(ctx context.Context, rec clusterRecord) error {
 	procs := m.processesOf(rec.KwokName)
 	var kerr error
 	if CheckBinaries(m.binDir, BinKwokctl) == nil {
-		kerr = m.kwokctl.run(ctx, "--name", rec.KwokName, "delete", "cluster", "--kubeconfig", m.layout.scratchKubeconfig())
+		kerr = m.kwokctl.run(ctx, rec.KwokName, "--name", rec.KwokName, "delete", "cluster", "--kubeconfig", m.layout.scratchKubeconfig(rec.KwokName))
 	} else {
 		kerr = fmt.Errorf("no kwokctl in %q", m.binDir)
 	}

@@ -123,7 +123,7 @@ func TestUpRejectsBeforeStarting(t *testing.T) {
 			_, err := m.Up(context.Background(), o)
 			require.Error(t, err, tc.reason)
 			tc.check(t, err)
-			assert.NoFileExists(t, m.layout.kwokctlLog(), "kwokctl never ran")
+			assert.NoDirExists(t, filepath.Join(m.layout.kwokWorkdir(), "logs"), "kwokctl never ran")
 		})
 	}
 }

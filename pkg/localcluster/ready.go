@@ -72,7 +72,7 @@ func (m *Manager) waitReady(ctx context.Context, rec clusterRecord, o UpOptions,
 	}
 	if len(nodes.Items) < o.Nodes {
 		m.progress.printf(rec.Name, "adding %d fake nodes", o.Nodes-len(nodes.Items))
-		if err := m.kwokctl.run(ctx, scaleNodeArgs(rec.KwokName, o.Nodes)...); err != nil {
+		if err := m.kwokctl.run(ctx, rec.KwokName, scaleNodeArgs(rec.KwokName, o.Nodes)...); err != nil {
 			return t, fmt.Errorf("cluster %s: adding nodes: %w", rec.Name, err)
 		}
 	}
