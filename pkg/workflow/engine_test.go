@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"sync"
 	"testing"
@@ -534,4 +536,71 @@ func TestApplyAndReadObject(t *testing.T) {
 	require.Equal(t, wfv1alpha1.WorkflowStateSucceeded, res.Status.Status, "%+v", res.Status)
 	assert.Contains(t, h.deployer.objects, "ConfigMap/made-by-step", "apply-object goes through the Deployer (tracked)")
 	assert.Equal(t, "hello", res.Status.Steps[2].Message)
+}
+
+func TestRequestAndWebhookSteps(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path+" "+string(b))
+		mu.Unlock()
+		if r.URL.Path == "/fail" {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"greeting":"hi"}`))
+	}))
+	defer srv.Close()
+	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+		{Name: "call", Type: "request", Properties: map[string]any{"url": srv.URL + "/api", "method": "POST", "body": map[string]any{"a": 1}},
+			Outputs: oamv1alpha1.StepOutputs{{Name: "greeting", ValueFrom: "response.greeting"}}},
+		{Name: "say", Type: "print-message-in-status", Properties: map[string]any{"message": "?"},
+			Inputs: oamv1alpha1.StepInputs{{From: "greeting", ParameterKey: "message"}}},
+		{Name: "notify", Type: "webhook", Properties: map[string]any{"url": map[string]any{"value": srv.URL + "/hook"}, "data": map[string]any{"done": true}}},
+	}}
+	h := newHarness(t, wf, Options{})
+	res := h.until(20*time.Second, finished)
+	require.Equal(t, wfv1alpha1.WorkflowStateSucceeded, res.Status.Status, "%+v", res.Status)
+	assert.Equal(t, "hi", res.Status.Steps[1].Message)
+	mu.Lock()
+	assert.Contains(t, got, `POST /api {"a":1}`)
+	assert.Contains(t, got, `POST /hook {"done":true}`)
+	mu.Unlock()
+
+	failing := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+		{Name: "call", Type: "request", Properties: map[string]any{"url": srv.URL + "/fail"}},
+	}}
+	h = newHarness(t, failing, Options{})
+	res = h.until(20*time.Second, finished)
+	assert.Equal(t, wfv1alpha1.WorkflowStateFailed, res.Status.Status)
+	assert.Contains(t, res.Status.Message, "answered 500")
+}
+
+func TestDependsOnApp(t *testing.T) {
+	e := env(t)
+	ctx := context.Background()
+	other := &v1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: "upstream", Namespace: "default"},
+		Spec: v1beta1.ApplicationSpec{Components: []common.ApplicationComponent{{Name: "x", Type: "x"}}}}
+	require.NoError(t, e.Client.Create(ctx, other))
+	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+		{Name: "wait-upstream", Type: "depends-on-app", Properties: map[string]any{"name": "upstream"}},
+	}}
+	h := newHarness(t, wf, Options{})
+	res := h.pass()
+	assert.Equal(t, running, phaseOf(res.Status)["wait-upstream"], "upstream is not running yet")
+	other.Status.Phase = common.ApplicationRunning
+	require.NoError(t, e.Client.Status().Update(ctx, other))
+	res = h.until(20*time.Second, finished)
+	assert.Equal(t, wfv1alpha1.WorkflowStateSucceeded, res.Status.Status)
+
+	missing := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+		{Name: "wait-ghost", Type: "depends-on-app", Properties: map[string]any{"name": "ghost"}},
+	}}
+	h = newHarness(t, missing, Options{})
+	res = h.until(20*time.Second, finished)
+	assert.Equal(t, wfv1alpha1.WorkflowStateFailed, res.Status.Status)
+	assert.Contains(t, res.Status.Message, "no ConfigMap default/ghost")
 }
