@@ -694,3 +694,57 @@ policies:
 	}
 	assert.ElementsMatch(t, []string{"hist-v3", "hist-v4"}, h.revisions("hist"))
 }
+
+func TestTwoAppsClaimingOneDeployment(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	spec := `
+components:
+- name: web
+  type: webservice
+  properties: {image: "nginx"}
+`
+	first := h.app("first", spec)
+	h.until(first, true, 60*time.Second, phaseIs(common.ApplicationRunning))
+	second := h.app("second", spec)
+	got := h.until(second, true, 30*time.Second, phaseIs(common.ApplicationWorkflowFailed))
+	wc := meta.FindStatusCondition(got.Status.Conditions, ConditionWorkflow)
+	assert.Contains(t, wc.Message, "first", "the error names the owner")
+	assert.Contains(t, strings.Join(h.events(), "\n"), "Warning WorkflowFailed")
+	d, _ := h.deployment("web")
+	assert.Equal(t, "first", d.Labels[v1beta1.LabelAppName], "the owner keeps it")
+}
+
+func TestSharedResourcePolicy(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	spec := `
+components:
+- name: web
+  type: webservice
+  properties: {image: "nginx"}
+policies:
+- name: share
+  type: shared-resource
+  properties:
+    rules:
+    - selector: {resourceTypes: [Deployment]}
+`
+	a := h.app("share-a", spec)
+	h.until(a, true, 60*time.Second, phaseIs(common.ApplicationRunning))
+	b := h.app("share-b", spec)
+	h.until(b, true, 60*time.Second, phaseIs(common.ApplicationRunning))
+
+	require.NoError(t, env(t).Client.Delete(context.Background(), h.get(a)))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := h.reconcile(a)
+		require.NoError(t, err)
+		if err := env(t).Client.Get(context.Background(), client.ObjectKeyFromObject(a), &v1beta1.Application{}); apierrors.IsNotFound(err) {
+			break
+		}
+		require.True(t, time.Now().Before(deadline))
+		time.Sleep(200 * time.Millisecond)
+	}
+	_, ok := h.deployment("web")
+	assert.True(t, ok, "the other sharer keeps the Deployment")
+	h.until(b, true, 30*time.Second, phaseIs(common.ApplicationRunning))
+}
