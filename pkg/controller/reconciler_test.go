@@ -748,3 +748,35 @@ policies:
 	assert.True(t, ok, "the other sharer keeps the Deployment")
 	h.until(b, true, 30*time.Second, phaseIs(common.ApplicationRunning))
 }
+
+func TestControllerRestartResumesWorkflow(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	app := h.app("resume", `
+components:
+- name: a
+  type: webservice
+  properties: {image: "nginx"}
+- name: b
+  type: webservice
+  properties: {image: "nginx"}
+workflow:
+  steps:
+  - {name: first, type: apply-component, properties: {component: a}}
+  - {name: approve, type: suspend}
+  - {name: second, type: apply-component, properties: {component: b}}
+`)
+	before := h.until(app, true, 60*time.Second, phaseIs(common.ApplicationWorkflowSuspending))
+	first := before.Status.Workflow.Steps[0]
+	require.Equal(t, wfv1alpha1.WorkflowStepPhaseSucceeded, first.Phase)
+
+	// A new controller process: new reconciler, new engine, no memory.
+	workflow.Forget(app)
+	h2 := newHarness(t, harnessOpt{})
+	h2.ns = h.ns
+	h.updateStatus(app, func(a *v1beta1.Application) { require.NoError(t, workflow.Resume(a.Status.Workflow)) })
+	got := h2.until(app, true, 60*time.Second, phaseIs(common.ApplicationRunning))
+	assert.Equal(t, first.LastExecuteTime, got.Status.Workflow.Steps[0].LastExecuteTime, "the succeeded step did not run again")
+	assert.Equal(t, first.ID, got.Status.Workflow.Steps[0].ID)
+	_, ok := h.deployment("b")
+	assert.True(t, ok)
+}
