@@ -275,6 +275,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		r.summarize(s, retErr)
 		if err := r.patchStatus(ctx, s); err != nil {
+			if apierrors.IsConflict(err) && retErr == nil {
+				// Someone (a workflow operation, a spec edit) wrote in
+				// between; start over from what they wrote.
+				log.V(1).Info("status changed meanwhile; reconciling again")
+				res = ctrl.Result{Requeue: true}
+				return
+			}
 			if retErr == nil {
 				retErr = err
 			}
@@ -626,7 +633,6 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		return nil
 	}
 	if err := r.client.Status().Patch(ctx, s.app, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
-		workflow.Forget(s.app)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
