@@ -50,6 +50,10 @@ var ownershipLabels = []string{
 // object is handed over to the next sharer instead of deleted. Old trackers
 // whose objects are all collected are deleted.
 //
+// The current revision's objects are those its tracker lists: call
+// GarbageCollect only after the current revision's workflow succeeded, so
+// that every object it keeps was applied (and thus tracked) by it.
+//
 // done is false while deletions are still in progress (call again later).
 // With continueOnFailure, a failing object does not stop the others; the
 // errors are joined either way.

@@ -7,7 +7,16 @@
 // garbage-collect) adjust each of these steps; see Policies.
 //
 // A Keeper is built per Application and revision, used for one reconcile,
-// and thrown away; it holds no cache.
+// and thrown away; it holds no cache and is safe for concurrent use (steps
+// of a DAG workflow may Apply at the same time: tracker updates retry on
+// conflicts).
+//
+// Objects handed to Apply must carry the labels rendering stamps
+// (app.oam.dev/name, namespace, component, appRevision, resourceType,
+// trait.oam.dev/type); the target cluster is passed separately. Every
+// ResourceTracker lives in the hub: "<app>-v<N>-<namespace>" per revision
+// (what revision N applied) and "<app>-<namespace>" (objects kept until the
+// Application is deleted).
 package resourcekeeper
 
 import (
