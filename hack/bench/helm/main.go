@@ -28,11 +28,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-logr/logr"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/localcluster"
@@ -41,16 +43,19 @@ import (
 func main() { os.Exit(realMain()) }
 
 func realMain() int {
+	ctrllog.SetLogger(logr.Discard()) // pkg/helm logs through the context logger; keep the output to results
+	// An own flag set: controller-runtime registers --kubeconfig on the default one.
+	fs := flag.NewFlagSet("helm-bench", flag.ExitOnError)
 	var (
-		kubeconfig = flag.String("kubeconfig", "", "kubeconfig of a local cluster with kwok nodes; empty starts one from --k8s-bin")
-		k8sBin     = flag.String("k8s-bin", "bin/k8s", "control-plane binaries for the cluster started without --kubeconfig")
-		helmBin    = flag.String("helm", "bin/helm", "helm CLI built from hack/tools/helm")
-		chartDir   = flag.String("chart", "charts/testdata/simple", "chart folder to install")
-		runs       = flag.Int("runs", 5, "rounds; each installs once with each tool")
-		replicas   = flag.Int("replicas", 3, "replicaCount value for the chart")
-		timeout    = flag.Duration("timeout", 5*time.Minute, "install + wait timeout")
+		kubeconfig = fs.String("kubeconfig", "", "kubeconfig of a local cluster with kwok nodes; empty starts one from --k8s-bin")
+		k8sBin     = fs.String("k8s-bin", "bin/k8s", "control-plane binaries for the cluster started without --kubeconfig")
+		helmBin    = fs.String("helm", "bin/helm", "helm CLI built from hack/tools/helm")
+		chartDir   = fs.String("chart", "charts/testdata/simple", "chart folder to install")
+		runs       = fs.Int("runs", 5, "rounds; each installs once with each tool")
+		replicas   = fs.Int("replicas", 3, "replicaCount value for the chart")
+		timeout    = fs.Duration("timeout", 5*time.Minute, "install + wait timeout")
 	)
-	flag.Parse()
+	_ = fs.Parse(os.Args[1:])
 	if *kubeconfig == "" {
 		kc, stop, err := startCluster(*k8sBin)
 		if err != nil {
