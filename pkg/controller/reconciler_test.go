@@ -45,7 +45,7 @@ var (
 	envErr  error
 )
 
-func env(t *testing.T) *envtest.Environment {
+func env(t testing.TB) *envtest.Environment {
 	t.Helper()
 	if os.Getenv(envtest.SkipEnv) == "1" {
 		t.Skipf("%s=1", envtest.SkipEnv)
@@ -81,12 +81,13 @@ func TestMain(m *testing.M) {
 
 // harness is one namespace with a Reconciler working in it.
 type harness struct {
-	t        *testing.T
+	t        testing.TB
 	c        client.Client
 	ns       string
 	r        *Reconciler
 	recorder *record.FakeRecorder
 	writes   atomic.Int64
+	reads    atomic.Int64
 }
 
 var nsSeq atomic.Int64
@@ -97,7 +98,7 @@ type harnessOpt struct {
 	stepTimeout time.Duration
 }
 
-func newHarness(t *testing.T, o harnessOpt) *harness {
+func newHarness(t testing.TB, o harnessOpt) *harness {
 	t.Helper()
 	e := env(t)
 	ctx := context.Background()
@@ -108,6 +109,14 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 	base, err := client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
 	require.NoError(t, err)
 	h.c = interceptor.NewClient(base, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			h.reads.Add(1)
+			return c.Get(ctx, key, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			h.reads.Add(1)
+			return c.List(ctx, list, opts...)
+		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			count()
 			return c.Create(ctx, obj, opts...)
