@@ -604,3 +604,26 @@ func TestDependsOnApp(t *testing.T) {
 	assert.Equal(t, wfv1alpha1.WorkflowStateFailed, res.Status.Status)
 	assert.Contains(t, res.Status.Message, "no ConfigMap default/ghost")
 }
+
+func TestIfAlwaysAndStatusConditions(t *testing.T) {
+	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+		applyStep("broken", "bad"),
+		applyStep("next", "b"),
+		{Name: "cleanup", Type: "print-message-in-status", If: "always", Properties: map[string]any{"message": "cleaned"}},
+		{Name: "on-failure", Type: "print-message-in-status", If: "status.broken.failed", Properties: map[string]any{"message": "alerted"}},
+		{Name: "on-success", Type: "print-message-in-status", If: "status.broken.succeeded", Properties: map[string]any{"message": "never"}},
+	}}
+	h := newHarness(t, wf, Options{}, comps("bad", "b")...)
+	h.deployer.renderErr = func(c string) error {
+		if c == "bad" {
+			return errors.New("boom")
+		}
+		return nil
+	}
+	res := h.until(20*time.Second, finished)
+	assert.Equal(t, wfv1alpha1.WorkflowStateFailed, res.Status.Status)
+	assert.Equal(t, map[string]wfv1alpha1.WorkflowStepPhase{
+		"broken": failed, "next": skipped, "cleanup": succeeded, "on-failure": succeeded, "on-success": skipped,
+	}, phaseOf(res.Status))
+	assert.Equal(t, 0, h.deployer.count("b"))
+}
