@@ -61,9 +61,11 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	pf.StringVarP(&opts.Namespace, "namespace", "n", "", "namespace (default: the context's namespace, then \"default\")")
 
 	root.AddCommand(newVersionCommand(opts))
+	root.AddCommand(newInstallCommand(opts))
 	root.AddCommand(newLocalCommand(opts))
 	root.AddCommand(newDryRunCommand(opts))
 	root.AddCommand(newDefCommand(opts))
+	root.AddCommand(newClusterCommand(opts))
 	root.AddCommand(newWorkflowCommand(opts))
 	return root
 }
