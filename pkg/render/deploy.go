@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
 )
 
@@ -112,9 +113,22 @@ func PlanWorkflow(ctx context.Context, af *appfile.AppFile, resolver ClusterReso
 			}
 			cluster, _ := s.Properties["cluster"].(string)
 			ns, _ := s.Properties["namespace"].(string)
+			target := af
+			if props, ok := s.Properties["properties"].(map[string]any); ok && len(props) > 0 {
+				// The step's properties are merged over the component's own.
+				entry := map[string]any{"name": comp, "properties": props}
+				var err error
+				target, err = reparseWith(ctx, af, func(app *v1beta1.Application) error {
+					_, err := overrideComponents(app.Spec.Components, entry)
+					return err
+				})
+				if err != nil {
+					return nil, fmt.Errorf("workflow step %q: %w", s.Name, err)
+				}
+			}
 			plans = append(plans, Plan{Step: s.Name, StepType: s.Type, Targets: []Target{{
 				Placement: Placement{Cluster: cluster, Namespace: ns},
-				AppFile:   only(af, []string{comp}),
+				AppFile:   only(target, []string{comp}),
 			}}})
 		}
 	}
@@ -314,12 +328,24 @@ func applyOverrides(ctx context.Context, af *appfile.AppFile, overrides []*appfi
 			app.Spec.Components[i].DependsOn = deps
 		}
 	}
-	// Keep the workflow out of the re-parse: it is the original's.
+	return reparseWith(ctx, af, func(a *v1beta1.Application) error {
+		a.Spec.Components = app.Spec.Components
+		return nil
+	})
+}
+
+// reparseWith parses a changed copy of af's Application (the workflow is
+// kept out: it is the original's).
+func reparseWith(ctx context.Context, af *appfile.AppFile, change func(*v1beta1.Application) error) (*appfile.AppFile, error) {
+	app := af.App.DeepCopy()
+	if err := change(app); err != nil {
+		return nil, err
+	}
 	app.Spec.Workflow = nil
 	pctx := appfile.WithEngine(ctx, af.Engine)
 	out, err := appfile.Parse(pctx, app, af.Source)
 	if err != nil {
-		return nil, fmt.Errorf("with override policies applied: %w", err)
+		return nil, fmt.Errorf("with overridden properties: %w", err)
 	}
 	out.Workflow = af.Workflow
 	return out, nil

@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// runOamflow runs the oamflow command line in-process and returns what it
+// printed and the exit code Execute would return.
+func runOamflow(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := NewRootCommand(&out, &errOut)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	code = ExitOK
+	if err != nil {
+		errOut.WriteString("Error: " + err.Error() + "\n")
+		var ue *UserError
+		code = ExitRuntimeErr
+		if errors.As(err, &ue) {
+			code = ExitUserError
+		}
+	}
+	return out.String(), errOut.String(), code
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
+
+func TestDryRunGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{name: "webservice", args: []string{"-f", "testdata/dryrun/app.yaml"}},
+		{name: "multicluster", args: []string{"-f", "testdata/dryrun/multicluster.yaml", "--cluster-labels", "edge-1=tier=edge,region=x", "--cluster-labels", "core-1=tier=core"}},
+		{name: "merge-policy", args: []string{"-f", "testdata/dryrun/app.yaml,testdata/dryrun/standalone-policy.yaml", "--merge"}},
+		{name: "merge-workflow", args: []string{"-f", "testdata/dryrun/app-with-ref.yaml", "-f", "testdata/dryrun/standalone-workflow.yaml", "--merge"}},
+		{name: "standalone-ignored", args: []string{"-f", "testdata/dryrun/app.yaml,testdata/dryrun/standalone-policy.yaml"}},
+		{name: "namespace-flag", args: []string{"-f", "testdata/dryrun/app.yaml", "-n", "staging", "-o", "json"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runOamflow(t, append([]string{"dry-run", "--offline"}, tc.args...)...)
+			require.Equal(t, ExitOK, code, errOut)
+			golden := filepath.Join("testdata", "dryrun", tc.name+".golden")
+			got := out
+			if errOut != "" {
+				got = "# stderr:\n# " + strings.ReplaceAll(strings.TrimSpace(errOut), "\n", "\n# ") + "\n" + out
+			}
+			if *updateGolden {
+				require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
+				return
+			}
+			want, err := os.ReadFile(golden)
+			require.NoError(t, err, "run go test ./pkg/cli -run TestDryRunGolden -update")
+			assert.Equal(t, string(want), got)
+		})
+	}
+}
+
+func TestDryRunUserDefinitionsWin(t *testing.T) {
+	dir := t.TempDir()
+	app := writeFile(t, dir, "app.yaml", `apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata: {name: a}
+spec:
+  components:
+    - name: web
+      type: webservice
+      properties: {image: nginx}
+      traits:
+        - {type: shout-label, properties: {key: team, value: web}}
+`)
+	out, errOut, code := runOamflow(t, "dry-run", "--offline", "-f", app, "-d", "testdata/dryrun/user-trait.cue")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "team: WEB")
+	assert.Contains(t, out, "namespace: default", "no namespace in the app or flags means default")
+}
+
+func TestDryRunBadInput(t *testing.T) {
+	dir := t.TempDir()
+	header := "apiVersion: core.oam.dev/v1beta1\nkind: Application\nmetadata: {name: a}\nspec:\n  components:\n"
+	brokenDef := writeFile(t, dir, "broken.cue", "\"broken\": {\n\ttype: \"trait\"\n}\ntemplate: {\n\tpatch: spec: replicas: parameter.n +\n\tparameter: n: int\n}\n")
+	cases := []struct {
+		reason string
+		file   string // content of the -f file
+		args   []string
+		code   int
+		want   []string // substrings of stderr
+	}{
+		{
+			reason: "malformed YAML",
+			file:   "apiVersion: core.oam.dev/v1beta1\nkind: Application\nmetadata: {name: a\n",
+			code:   ExitUserError,
+			want:   []string{"document 0 is not valid YAML"},
+		},
+		{
+			reason: "unknown kind",
+			file:   "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: a}\n",
+			code:   ExitUserError,
+			want:   []string{"document 0 is apps/v1 Deployment; dry-run reads core.oam.dev Applications"},
+		},
+		{
+			reason: "unknown field",
+			file:   header + "    - {name: web, type: webservice, propertis: {image: x}}\n",
+			code:   ExitUserError,
+			want:   []string{`unknown field "propertis"`},
+		},
+		{
+			reason: "no Application",
+			file:   "# nothing here\n",
+			code:   ExitUserError,
+			want:   []string{"no Application found"},
+		},
+		{
+			reason: "all property errors at once, with field paths",
+			file:   header + "    - {name: web, type: webservice, properties: {image: 1, replicas: x}, traits: [{type: scaler, properties: {replicas: x}}]}\n",
+			code:   ExitUserError,
+			want: []string{
+				"spec.components[0].properties.image: expected string, got int 1",
+				`spec.components[0].traits[0].properties.replicas: expected int & >=0, got string "x"`,
+				"spec.components[0].properties.replicas: unknown property; allowed: addRevisionLabel",
+			},
+		},
+		{
+			reason: "a definition whose CUE does not compile",
+			file:   header + "    - {name: web, type: webservice, properties: {image: x}, traits: [{type: broken, properties: {n: 1}}]}\n",
+			args:   []string{"-d", brokenDef},
+			code:   ExitUserError,
+			want:   []string{`trait definition "broken" cannot be used`, "broken.cue:6:11"},
+		},
+		{
+			reason: "huge property values",
+			file:   header + "    - {name: web, type: webservice, properties: {image: \"" + strings.Repeat("x", 2<<20) + "\"}}\n",
+			code:   ExitUserError,
+			want:   []string{`spec.components[0].properties: component "webservice": properties are`, "bytes of JSON, over the limit of 1048576"},
+		},
+		{
+			reason: "non-ASCII and over-long names",
+			file:   header + "    - {name: wéb, type: webservice, properties: {image: x}}\n    - {name: " + strings.Repeat("a", 64) + ", type: webservice, properties: {image: x}}\n",
+			code:   ExitUserError,
+			want:   []string{`spec.components[0].name: component name "wéb" is not valid`, "spec.components[1].name", "must be no more than 63 characters"},
+		},
+		{
+			reason: "bad output format",
+			file:   header + "    - {name: web, type: webservice, properties: {image: x}}\n",
+			args:   []string{"-o", "toml"},
+			code:   ExitUserError,
+			want:   []string{"--output must be yaml or json"},
+		},
+		{
+			reason: "bad --cluster-labels",
+			file:   header + "    - {name: web, type: webservice, properties: {image: x}}\n",
+			args:   []string{"--cluster-labels", "nolabels"},
+			code:   ExitUserError,
+			want:   []string{"want NAME=KEY=VALUE"},
+		},
+	}
+	for i, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			// -f splits on commas, so the file name must have none.
+			f := writeFile(t, dir, fmt.Sprintf("app-%d.yaml", i), tc.file)
+			_, errOut, code := runOamflow(t, append([]string{"dry-run", "--offline", "-f", f}, tc.args...)...)
+			assert.Equal(t, tc.code, code, errOut)
+			for _, w := range tc.want {
+				assert.Contains(t, errOut, w)
+			}
+		})
+	}
+	_, errOut, code := runOamflow(t, "dry-run", "--offline", "-f", filepath.Join(dir, "missing.yaml"))
+	assert.Equal(t, ExitUserError, code)
+	assert.Contains(t, errOut, "no such file")
+}
