@@ -25,16 +25,45 @@ type appDeployer struct {
 	renderer Renderer
 	keeper   Keeper
 	health   HealthChecker
+	// resolver selects clusters by label for topology policies (nil:
+	// selectors cannot be resolved).
+	resolver render.ClusterResolver
 }
 
-var _ workflow.Deployer = (*appDeployer)(nil)
+var (
+	_ workflow.Deployer      = (*appDeployer)(nil)
+	_ workflow.DeployPlanner = (*appDeployer)(nil)
+)
 
 func (d *appDeployer) Component(name string) (workflow.Component, bool) {
 	c := d.af.Component(name)
 	if c == nil {
 		return workflow.Component{}, false
 	}
-	return workflow.Component{Name: c.Name, Properties: c.Properties, Inputs: c.Inputs, Outputs: c.Outputs}, true
+	return workflow.Component{Name: c.Name, Properties: c.Properties, DependsOn: c.DependsOn, Inputs: c.Inputs, Outputs: c.Outputs}, true
+}
+
+// PlanDeploy implements workflow.DeployPlanner with render.PlanDeploy;
+// each target's Deployer renders the target's (overridden) AppFile.
+func (d *appDeployer) PlanDeploy(ctx context.Context, policies []string) ([]workflow.DeployTarget, error) {
+	plan, err := render.PlanDeploy(ctx, d.af, policies, d.resolver)
+	if err != nil {
+		return nil, workflow.Terminal(err)
+	}
+	out := make([]workflow.DeployTarget, 0, len(plan.Targets))
+	for _, t := range plan.Targets {
+		if t.Placeholder {
+			return nil, workflow.Terminal(fmt.Errorf("cannot resolve the clusters of %s: no cluster registry", t.Cluster))
+		}
+		td := *d
+		td.af = t.AppFile
+		names := make([]string, 0, len(t.AppFile.Components))
+		for _, c := range t.AppFile.Components {
+			names = append(names, c.Name)
+		}
+		out = append(out, workflow.DeployTarget{Cluster: t.Cluster, Namespace: t.Namespace, Components: names, Deployer: &td})
+	}
+	return out, nil
 }
 
 func (d *appDeployer) options(req workflow.ComponentRequest) render.Options {

@@ -85,6 +85,12 @@ func WithClusterClients(c multicluster.ClusterClients) Option {
 	return func(r *Reconciler) { r.clients = c }
 }
 
+// WithClusterResolver sets how topology policies' clusterLabelSelector is
+// resolved (default: it cannot be, and such deploy steps fail).
+func WithClusterResolver(cr render.ClusterResolver) Option {
+	return func(r *Reconciler) { r.resolver = cr }
+}
+
 // Reconciler reconciles Applications.
 type Reconciler struct {
 	client    client.Client
@@ -100,6 +106,7 @@ type Reconciler struct {
 	keepers  KeeperFactory
 	health   HealthChecker
 	clients  multicluster.ClusterClients
+	resolver render.ClusterResolver
 	engines  chan *cuex.Engine
 }
 
@@ -504,7 +511,7 @@ func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) error {
 		Plan:      plan,
 		Status:    st,
 		Templates: stepTemplates(s.af),
-		Deployer:  &appDeployer{af: s.af, revision: s.rev.Name, renderer: r.renderer, keeper: s.keeper, health: r.health},
+		Deployer:  r.deployer(s),
 		Context:   stepContext(s.af, s.rev.Name, s.revNum),
 	})
 	if err != nil {
@@ -526,6 +533,10 @@ func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) error {
 		}
 	}
 	return s.stopUnlessSucceeded()
+}
+
+func (r *Reconciler) deployer(s *scope) *appDeployer {
+	return &appDeployer{af: s.af, revision: s.rev.Name, renderer: r.renderer, keeper: s.keeper, health: r.health, resolver: r.resolver}
 }
 
 func (s *scope) stopUnlessSucceeded() error {
@@ -567,7 +578,7 @@ func (r *Reconciler) checkHealth(ctx context.Context, s *scope) error {
 		app.Status.AppliedResources = refs
 	}
 	if !s.justFinished {
-		d := &appDeployer{af: s.af, revision: s.rev.Name, renderer: r.renderer, keeper: s.keeper, health: r.health}
+		d := r.deployer(s)
 		services := make([]common.ApplicationComponentStatus, 0, len(app.Status.Services))
 		for _, svc := range app.Status.Services {
 			req := workflow.ComponentRequest{Name: svc.Name, Cluster: svc.Cluster}

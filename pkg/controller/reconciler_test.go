@@ -789,3 +789,63 @@ workflow:
 	_, ok := h.deployment("b")
 	assert.True(t, ok)
 }
+
+func TestTopologyAndOverrideDeploy(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	target := h.ns + "-prod"
+	require.NoError(t, env(t).Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: target}}))
+	app := h.app("multi", fmt.Sprintf(`
+components:
+- name: db
+  type: webservice
+  properties: {image: "postgres:15"}
+- name: web
+  type: webservice
+  dependsOn: [db]
+  properties: {image: "nginx:1"}
+policies:
+- name: prod
+  type: topology
+  properties: {clusters: [local], namespace: %s}
+- name: bump
+  type: override
+  properties:
+    components:
+    - name: web
+      properties: {image: "nginx:2"}
+`, target))
+	ready := func() {
+		list := &appsv1.DeploymentList{}
+		require.NoError(t, env(t).Client.List(context.Background(), list, client.InNamespace(target)))
+		for i := range list.Items {
+			d := &list.Items[i]
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+			require.NoError(t, env(t).Client.Status().Update(context.Background(), d))
+		}
+	}
+	end := time.Now().Add(60 * time.Second)
+	var got *v1beta1.Application
+	for {
+		_, err := h.reconcile(app)
+		require.NoError(t, err)
+		got = h.get(app)
+		if got.Status.Phase == common.ApplicationRunning {
+			break
+		}
+		require.True(t, time.Now().Before(end), "phase %s: %+v", got.Status.Phase, got.Status.Conditions)
+		ready()
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.NotNil(t, got.Status.Workflow)
+	assert.Equal(t, "deploy", got.Status.Workflow.Steps[0].Name)
+	d := &appsv1.Deployment{}
+	require.NoError(t, env(t).Client.Get(context.Background(), client.ObjectKey{Namespace: target, Name: "web"}, d))
+	assert.Equal(t, "nginx:2", d.Spec.Template.Spec.Containers[0].Image, "the override applies")
+	_, ok := h.deployment("web")
+	assert.False(t, ok, "nothing in the app's own namespace")
+	require.Len(t, got.Status.Services, 2)
+	for _, s := range got.Status.Services {
+		assert.Equal(t, target, s.Namespace)
+		assert.True(t, s.Healthy, s.Message)
+	}
+}

@@ -41,7 +41,7 @@ func TestBuiltinStepDefinitionsCompile(t *testing.T) {
 	comp, err := NewCompiler()
 	require.NoError(t, err)
 	want := []string{"apply-component", "apply-object", "read-object", "suspend", "step-group",
-		"print-message-in-status", "depends-on-app", "request", "webhook"}
+		"print-message-in-status", "depends-on-app", "request", "webhook", "deploy"}
 	tmpls := stepTemplates(t)
 	for _, name := range want {
 		t.Run(name, func(t *testing.T) {

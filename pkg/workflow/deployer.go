@@ -20,8 +20,11 @@ import (
 type Component struct {
 	Name       string
 	Properties map[string]any
-	Inputs     oamv1alpha1.StepInputs
-	Outputs    oamv1alpha1.StepOutputs
+	// DependsOn are the components deployed (and healthy) before this one
+	// by a deploy step.
+	DependsOn []string
+	Inputs    oamv1alpha1.StepInputs
+	Outputs   oamv1alpha1.StepOutputs
 }
 
 // ComponentRequest asks to render, apply or check one component for one
@@ -63,6 +66,24 @@ type Deployer interface {
 	Apply(ctx context.Context, cluster string, objs []*unstructured.Unstructured) error
 	// Health checks a component from its rendered resources.
 	Health(ctx context.Context, req ComponentRequest, resources []render.Resource) (ComponentHealth, error)
+}
+
+// DeployTarget is one placement of a deploy step: where to deploy, which
+// components, and a Deployer that renders them with the placement's
+// override policies applied.
+type DeployTarget struct {
+	Cluster, Namespace string
+	// Components to deploy there, in spec order.
+	Components []string
+	Deployer   Deployer
+}
+
+// DeployPlanner is implemented by Deployers that can run deploy steps.
+type DeployPlanner interface {
+	// PlanDeploy works out the targets of a deploy step from the named
+	// topology and override policies. Errors about the policies should be
+	// wrapped with Terminal.
+	PlanDeploy(ctx context.Context, policies []string) ([]DeployTarget, error)
 }
 
 // DeployerFns adapts functions to Deployer; a nil function does nothing

@@ -111,6 +111,7 @@ func oamProviders() map[string]cuexruntime.ProviderFn {
 				}
 				return &providertypes.Returns[componentReturns]{Returns: *r}, nil
 			}),
+		"deploy": deployProvider(),
 	}
 }
 
@@ -141,41 +142,53 @@ func wait(rt providertypes.RuntimeParams, msg string) error {
 	return wferrors.GenericActionError(wferrors.ActionWait)
 }
 
-// prepare resolves the component of p, fills its component-level inputs
-// from the workflow context and merges p.Properties over its properties.
-// A missing input makes the step wait.
-func prepare(ctx context.Context, p componentParams, rt providertypes.RuntimeParams) (*runValues, Component, ComponentRequest, error) {
-	run, ok := runFrom(ctx)
-	if !ok {
-		return nil, Component{}, ComponentRequest{}, fmt.Errorf("vela/oam: no Application deployer in this workflow run")
-	}
-	comp, ok := run.deployer.Component(p.Component)
-	if !ok {
-		return nil, Component{}, ComponentRequest{}, fail(rt, fmt.Sprintf("component %q is not in spec.components", p.Component))
-	}
+// prepare fills the component-level inputs of comp from the workflow
+// context and merges p.Properties over its properties. A missing input is
+// returned as a wait message; a bad parameterKey fails the step.
+func prepare(comp Component, p componentParams, rt providertypes.RuntimeParams) (ComponentRequest, string, error) {
 	props := deepCopyMap(comp.Properties)
 	for _, in := range comp.Inputs {
 		v, err := readVar(rt.WorkflowContext, in.From)
 		if err != nil {
-			return nil, Component{}, ComponentRequest{}, wait(rt, fmt.Sprintf("component %q waits for input %q", comp.Name, in.From))
+			return ComponentRequest{}, fmt.Sprintf("component %q waits for input %q", comp.Name, in.From), nil
 		}
 		if in.ParameterKey == "" {
 			continue
 		}
 		if err := setPath(props, in.ParameterKey, v); err != nil {
-			return nil, Component{}, ComponentRequest{}, fail(rt, fmt.Sprintf("component %q input %q: parameterKey %q: %v", comp.Name, in.From, in.ParameterKey, err))
+			return ComponentRequest{}, "", fail(rt, fmt.Sprintf("component %q input %q: parameterKey %q: %v", comp.Name, in.From, in.ParameterKey, err))
 		}
 	}
 	for k, v := range p.Properties {
 		props[k] = v
 	}
-	return run, comp, ComponentRequest{Name: comp.Name, Properties: props, Cluster: p.Cluster, Namespace: p.Namespace}, nil
+	return ComponentRequest{Name: comp.Name, Properties: props, Cluster: p.Cluster, Namespace: p.Namespace}, "", nil
+}
+
+// lookup returns the run and the component p names.
+func lookup(ctx context.Context, p componentParams, rt providertypes.RuntimeParams) (*runValues, Component, error) {
+	run, ok := runFrom(ctx)
+	if !ok {
+		return nil, Component{}, fmt.Errorf("vela/oam: no Application deployer in this workflow run")
+	}
+	comp, ok := run.deployer.Component(p.Component)
+	if !ok {
+		return nil, Component{}, fail(rt, fmt.Sprintf("component %q is not in spec.components", p.Component))
+	}
+	return run, comp, nil
 }
 
 func renderComponent(ctx context.Context, p componentParams, rt providertypes.RuntimeParams) (*componentReturns, error) {
-	run, _, req, err := prepare(ctx, p, rt)
+	run, comp, err := lookup(ctx, p, rt)
 	if err != nil {
 		return nil, err
+	}
+	req, waiting, err := prepare(comp, p, rt)
+	if err != nil {
+		return nil, err
+	}
+	if waiting != "" {
+		return nil, wait(rt, waiting)
 	}
 	res, err := run.deployer.Render(ctx, req)
 	if err != nil {
@@ -187,15 +200,42 @@ func renderComponent(ctx context.Context, p componentParams, rt providertypes.Ru
 }
 
 func applyComponent(ctx context.Context, p componentParams, rt providertypes.RuntimeParams) (*componentReturns, error) {
-	run, comp, req, err := prepare(ctx, p, rt)
+	run, comp, err := lookup(ctx, p, rt)
 	if err != nil {
 		return nil, err
 	}
+	res, err := applyOne(ctx, run, comp, p, rt)
+	if err != nil {
+		return nil, err
+	}
+	if res.waiting != "" {
+		return nil, wait(rt, res.waiting)
+	}
+	return &res.returns, nil
+}
+
+// applied is the outcome of applyOne: the returns, or why the component
+// is not done yet.
+type applied struct {
+	returns componentReturns
+	waiting string
+}
+
+// applyOne renders comp, applies it, checks its health and exports its
+// outputs. Render failures and terminal apply errors fail the step; other
+// apply errors are returned (the step is retried); a missing input, an
+// unhealthy component (when waiting for health) or an output not yet
+// available is returned as a wait message.
+func applyOne(ctx context.Context, run *runValues, comp Component, p componentParams, rt providertypes.RuntimeParams) (applied, error) {
+	req, waiting, err := prepare(comp, p, rt)
+	if err != nil || waiting != "" {
+		return applied{waiting: waiting}, err
+	}
 	res, err := run.deployer.Render(ctx, req)
 	if err != nil {
-		return nil, fail(rt, fmt.Sprintf("rendering component %q: %v", req.Name, err))
+		return applied{}, fail(rt, fmt.Sprintf("rendering component %q: %v", req.Name, err))
 	}
-	objs := make(map[string][]render.Resource)
+	objs := make(map[string][]*unstructured.Unstructured)
 	var clusters []string
 	for _, r := range res {
 		if r.Reference {
@@ -205,40 +245,35 @@ func applyComponent(ctx context.Context, p componentParams, rt providertypes.Run
 		if _, seen := objs[r.Cluster]; !seen {
 			clusters = append(clusters, r.Cluster)
 		}
-		objs[r.Cluster] = append(objs[r.Cluster], r)
+		objs[r.Cluster] = append(objs[r.Cluster], r.Object)
 	}
 	for _, cl := range clusters {
-		batch := objs[cl]
-		us := make([]*unstructured.Unstructured, 0, len(batch))
-		for _, r := range batch {
-			us = append(us, r.Object)
-		}
-		if err := run.deployer.Apply(ctx, cl, us); err != nil {
+		if err := run.deployer.Apply(ctx, cl, objs[cl]); err != nil {
 			if IsTerminal(err) {
-				return nil, fail(rt, fmt.Sprintf("applying component %q: %v", req.Name, err))
+				return applied{}, fail(rt, fmt.Sprintf("applying component %q: %v", req.Name, err))
 			}
-			return nil, fmt.Errorf("applying component %q: %w", req.Name, err)
+			return applied{}, fmt.Errorf("applying component %q: %w", req.Name, err)
 		}
 	}
 	h, err := run.deployer.Health(ctx, req, res)
 	if err != nil {
-		return nil, fmt.Errorf("checking the health of component %q: %w", req.Name, err)
+		return applied{}, fmt.Errorf("checking the health of component %q: %w", req.Name, err)
 	}
 	h.Status.Name = req.Name
 	run.services.add(h.Status)
 	waitHealthy := p.WaitHealthy == nil || *p.WaitHealthy
 	if waitHealthy && !h.Status.Healthy {
-		msg := fmt.Sprintf("waiting for component %q to become healthy", req.Name)
+		msg := fmt.Sprintf("component %q is not healthy yet", req.Name)
 		if h.Status.Message != "" {
 			msg += ": " + h.Status.Message
 		}
-		return nil, wait(rt, msg)
+		return applied{waiting: msg}, nil
 	}
 	if err := exportOutputs(rt.WorkflowContext, comp, h); err != nil {
-		return nil, wait(rt, err.Error())
+		return applied{waiting: err.Error()}, nil
 	}
 	healthy := h.Status.Healthy
-	return &componentReturns{Output: h.Output, Outputs: h.Outputs, Healthy: &healthy, Message: h.Status.Message}, nil
+	return applied{returns: componentReturns{Output: h.Output, Outputs: h.Outputs, Healthy: &healthy, Message: h.Status.Message}}, nil
 }
 
 // exportOutputs evaluates the component's outputs[].valueFrom against
