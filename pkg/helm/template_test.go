@@ -124,3 +124,18 @@ func TestMergeValues(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkTemplate measures fetch (bundled folder) + values + render of
+// the simple chart: the per-reconcile cost of a dry run.
+func BenchmarkTemplate(b *testing.B) {
+	c := NewClient(nil, NewFetcher(nil, WithChartRoot(moduleRoot(b)+"/charts/testdata")), nil)
+	s, err := ParseSpec([]byte(`{"chart":{"source":"simple"},"values":{"message":"bench"}}`), Defaults{Name: "web", Namespace: "ns"})
+	require.NoError(b, err)
+	req := Request{Namespace: "ns", Spec: s}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := c.Template(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
