@@ -67,6 +67,12 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	root.AddCommand(newDefCommand(opts))
 	root.AddCommand(newClusterCommand(opts))
 	root.AddCommand(newWorkflowCommand(opts))
+	root.AddCommand(newUpCommand(opts))
+	root.AddCommand(newStatusCommand(opts))
+	root.AddCommand(newLsCommand(opts))
+	root.AddCommand(newDeleteCommand(opts))
+	root.AddCommand(newRevisionCommand(opts))
+	root.AddCommand(newCompletionCommand(opts))
 	return root
 }
 
