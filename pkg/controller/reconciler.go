@@ -181,8 +181,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // needsReconcile reports whether an update of an Application asks for a
-// reconcile: anything but a status write, or a workflow operation.
+// reconcile: the periodic resync, anything but a status write, or a
+// workflow operation.
 func needsReconcile(o, n *v1beta1.Application) bool {
+	if o.ResourceVersion == n.ResourceVersion {
+		// The periodic resync: health and drift are checked again.
+		return true
+	}
 	if o.Generation != n.Generation || !n.DeletionTimestamp.Equal(o.DeletionTimestamp) ||
 		!reflect.DeepEqual(o.Labels, n.Labels) || !reflect.DeepEqual(o.Annotations, n.Annotations) ||
 		!reflect.DeepEqual(o.Finalizers, n.Finalizers) {

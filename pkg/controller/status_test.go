@@ -172,6 +172,7 @@ func TestPhaseEvent(t *testing.T) {
 
 func TestNeedsReconcile(t *testing.T) {
 	base := appWith(func(a *v1beta1.Application) {
+		a.ResourceVersion = "10"
 		a.Status.Workflow = &common.WorkflowStatus{AppRevision: "shop-v1", Steps: []wfv1alpha1.WorkflowStepStatus{{}, {}}}
 	})
 	cases := []struct {
@@ -179,7 +180,11 @@ func TestNeedsReconcile(t *testing.T) {
 		mod    func(*v1beta1.Application)
 		want   bool
 	}{
-		{"a status write of ours", func(a *v1beta1.Application) { a.Status.Phase = common.ApplicationRunning; a.Status.Services = nil }, false},
+		{"a status write of ours", func(a *v1beta1.Application) {
+			a.Status.Phase = common.ApplicationRunning
+			a.Status.Services = nil
+		}, false},
+		{"the periodic resync (same object)", func(a *v1beta1.Application) { a.ResourceVersion = "10" }, true},
 		{"spec change", func(a *v1beta1.Application) { a.Generation++ }, true},
 		{"annotation (publishVersion, restart)", func(a *v1beta1.Application) { a.Annotations = map[string]string{"x": "y"} }, true},
 		{"suspend", func(a *v1beta1.Application) { a.Status.Workflow.Suspend = true }, true},
@@ -190,6 +195,7 @@ func TestNeedsReconcile(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			n := base.DeepCopy()
+			n.ResourceVersion = "11"
 			tc.mod(n)
 			assert.Equal(t, tc.want, needsReconcile(base, n))
 		})
