@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"cuelang.org/go/cue/cuecontext"
@@ -390,14 +389,4 @@ func split(res []render.Resource) (map[string]any, map[string]any) {
 		outputs = nil
 	}
 	return output, outputs
-}
-
-// sortedKeys returns the keys of m, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
