@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -417,20 +418,32 @@ func applyDefinition(ctx context.Context, c client.Client, obj client.Object, ns
 		}
 		return "created", nil
 	}
-	before, _ := definition.EncodeYAML(stripMeta(existing))
-	obj.SetResourceVersion(existing.GetResourceVersion())
-	obj.SetUID(existing.GetUID())
-	after, _ := definition.EncodeYAML(stripMeta(obj))
-	if string(before) == string(after) {
+	if sameDefinition(existing, obj) {
 		return "unchanged", nil
 	}
+	obj.SetResourceVersion(existing.GetResourceVersion())
+	obj.SetUID(existing.GetUID())
 	if err := c.Update(ctx, obj); err != nil {
 		return "", fmt.Errorf("updating %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, key, err)
 	}
 	return "updated", nil
 }
 
-// stripMeta keeps what apply compares: name, labels, annotations, spec.
+// sameDefinition compares what apply sets: labels, annotations and spec.
+func sameDefinition(a, b client.Object) bool {
+	view := func(o client.Object) string {
+		f, err := definition.FromObject(o)
+		if err != nil {
+			return ""
+		}
+		raw, _ := json.Marshal(f)
+		return string(raw)
+	}
+	va, vb := view(a), view(b)
+	return va != "" && va == vb
+}
+
+// stripMeta drops server-set metadata (for printing).
 func stripMeta(obj client.Object) client.Object {
 	cp := obj.DeepCopyObject().(client.Object)
 	cp.SetResourceVersion("")

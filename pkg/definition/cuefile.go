@@ -459,11 +459,11 @@ func (f *File) FormatCUE() ([]byte, error) {
 	out.WriteString("\ntemplate: {\n")
 	out.WriteString(indent(body))
 	out.WriteString("\n}\n")
-	res, err := format.Source(out.Bytes(), format.Simplify())
-	if err != nil {
-		return nil, fmt.Errorf("definition %q: formatting: %w", f.Name, cueErr(err))
+	// The template is kept as written (only indented); check the result.
+	if _, err := parser.ParseFile(f.Name+".cue", out.Bytes()); err != nil {
+		return nil, fmt.Errorf("definition %q: formatted file does not parse: %w", f.Name, cueErr(err))
 	}
-	return res, nil
+	return out.Bytes(), nil
 }
 
 // orderHeader puts header fields in the conventional order.
@@ -476,6 +476,29 @@ func orderHeader(x ast.Expr) {
 	sort.SliceStable(st.Elts, func(i, j int) bool {
 		return rank[declName(st.Elts[i])] < rank[declName(st.Elts[j])]
 	})
+}
+
+// multiline writes s as a #"""…"""# string indented by tabs: tabs, quotes
+// and \( stay as written (health policies interpolate with \(…)), the way
+// people write them by hand. Strings that could end the literal early fall
+// back to an escaped multi-line string.
+func multiline(s string, tabs int) string {
+	if strings.Contains(s, `\#`) || strings.Contains(s, `"""#`) {
+		return literal.String.WithTabIndent(tabs).Quote(s)
+	}
+	ind := strings.Repeat("\t", tabs)
+	var b strings.Builder
+	b.WriteString("#\"\"\"\n")
+	for _, line := range strings.Split(s, "\n") {
+		if line != "" {
+			b.WriteString(ind)
+			b.WriteString(line)
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString(ind)
+	b.WriteString("\"\"\"#")
+	return b.String()
 }
 
 func declName(d ast.Decl) string {
@@ -498,7 +521,7 @@ func multilineStrings(x ast.Expr, depth int) {
 			}
 			if lit, ok := f.Value.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 				if s, err := literal.Unquote(lit.Value); err == nil && strings.Contains(s, "\n") {
-					lit.Value = literal.String.WithTabIndent(depth + 1).Quote(s)
+					lit.Value = multiline(s, depth+1)
 				}
 				continue
 			}

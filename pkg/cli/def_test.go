@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/testing/envtest"
+)
+
+func TestDefVet(t *testing.T) {
+	dir := t.TempDir()
+	good := writeFile(t, dir, "good.cue", "good: {\n\ttype: \"trait\"\n}\ntemplate: {\n\tparameter: n: int\n\tpatch: spec: replicas: parameter.n\n}\n")
+	conflict := writeFile(t, dir, "conflict.cue", "conflict: {\n\ttype: \"component\"\n}\ntemplate: {\n\toutput: {apiVersion: \"v1\", kind: \"ConfigMap\", data: a: \"x\"}\n\toutput: data: a: \"y\"\n}\n")
+	noOutput := writeFile(t, dir, "no-output.cue", "\"no-output\": {\n\ttype: \"component\"\n}\ntemplate: {\n\tparameter: n: int\n}\n")
+	badHealth := writeFile(t, dir, "bad-health.cue", "\"bad-health\": {\n\ttype: \"component\"\n\tattributes: status: healthPolicy: \"isHealth: (\"\n}\ntemplate: {\n\toutput: {apiVersion: \"v1\", kind: \"ConfigMap\"}\n}\n")
+
+	out, errOut, code := runOamflow(t, "def", "vet", good, "../../definitions/workflowsteps/apply-component.cue")
+	assert.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, `✓ `+good+`: trait "good"`)
+	assert.Contains(t, out, `workflow-step "apply-component"`)
+
+	out, errOut, code = runOamflow(t, "def", "vet", good, conflict, noOutput, badHealth)
+	assert.Equal(t, ExitUserError, code)
+	assert.Contains(t, errOut, "3 of 4 definitions are invalid")
+	assert.Contains(t, out, `✗ `+conflict+`: component "conflict"`)
+	assert.Contains(t, out, `output.data.a: conflicting values "y" and "x" (at `+conflict+`:5:56, `+conflict+`:6:18)`)
+	assert.Contains(t, out, "a component template defines at least one of output, outputs")
+	assert.Contains(t, out, `health policy "bad-health"`)
+}
+
+func TestDefRenderAndInit(t *testing.T) {
+	dir := t.TempDir()
+	for _, kind := range []string{"component", "trait", "policy", "workflow-step"} {
+		t.Run(kind, func(t *testing.T) {
+			file := filepath.Join(dir, kind+".cue")
+			_, errOut, code := runOamflow(t, "def", "init", "my-"+kind, "--type", kind, "--desc", "made by init", "-o", file)
+			require.Equal(t, ExitOK, code, errOut)
+			out, errOut, code := runOamflow(t, "def", "vet", file)
+			require.Equal(t, ExitOK, code, "init's scaffold must vet: %s%s", out, errOut)
+
+			yamlOut, errOut, code := runOamflow(t, "def", "render", file)
+			require.Equal(t, ExitOK, code, errOut)
+			assert.Contains(t, yamlOut, "name: my-"+kind)
+			assert.Contains(t, yamlOut, "definition.oam.dev/description: made by init")
+			yamlFile := writeFile(t, dir, kind+".yaml", yamlOut)
+			cueOut, errOut, code := runOamflow(t, "def", "render", yamlFile, "-o", "cue")
+			require.Equal(t, ExitOK, code, errOut)
+			assert.Contains(t, cueOut, `"my-`+kind+`": {`)
+			again := writeFile(t, dir, kind+"-again.cue", cueOut)
+			yamlAgain, errOut, code := runOamflow(t, "def", "render", again)
+			require.Equal(t, ExitOK, code, errOut)
+			assert.Equal(t, yamlOut, yamlAgain, ".cue → YAML → .cue → YAML is stable")
+		})
+	}
+	_, errOut, code := runOamflow(t, "def", "init", "x", "--type", "widget")
+	assert.Equal(t, ExitUserError, code)
+	assert.Contains(t, errOut, "--type must be component, trait, policy or workflow-step")
+}
+
+// kubeconfigFor writes a kubeconfig reaching env's API server.
+func kubeconfigFor(t *testing.T, env *envtest.Environment) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	cfg.AuthInfos["test"] = &clientcmdapi.AuthInfo{ClientCertificateData: env.Config.CertData, ClientKeyData: env.Config.KeyData, Token: env.Config.BearerToken}
+	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test", Namespace: "default"}
+	cfg.CurrentContext = "test"
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*cfg, p))
+	return p
+}
+
+func TestDefClusterCommandsAndOnlineDryRun(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1beta1.AddToScheme(scheme))
+	require.NoError(t, corev1.AddToScheme(scheme))
+	env := envtest.New(t, envtest.WithCRDs("charts/oamflow/crds"), envtest.WithScheme(scheme))
+	kc := kubeconfigFor(t, env)
+	ctx := t.Context()
+	for _, ns := range []string{"oamflow-system", "team-a"} {
+		require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	dir := t.TempDir()
+	trait := writeFile(t, dir, "stamp.cue", "stamp: {\n\ttype: \"trait\"\n\tdescription: \"Stamps a label.\"\n}\ntemplate: {\n\tparameter: value: *\"system\" | string\n\tpatch: metadata: labels: stamp: parameter.value\n}\n")
+
+	out, errOut, code := runOamflow(t, "--kubeconfig", kc, "def", "apply", trait)
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Equal(t, "TraitDefinition/stamp created in oamflow-system\n", out)
+	out, _, _ = runOamflow(t, "--kubeconfig", kc, "def", "apply", trait)
+	assert.Equal(t, "TraitDefinition/stamp unchanged in oamflow-system\n", out)
+	require.NoError(t, os.WriteFile(trait, []byte(strings.Replace(mustRead(t, trait), `*"system"`, `*"system-v2"`, 1)), 0o644))
+	out, _, _ = runOamflow(t, "--kubeconfig", kc, "def", "apply", trait)
+	assert.Equal(t, "TraitDefinition/stamp updated in oamflow-system\n", out)
+
+	// A definition of the same name in the app's namespace wins.
+	teamTrait := writeFile(t, dir, "team-stamp.cue", strings.Replace(mustRead(t, trait), `*"system-v2"`, `*"team"`, 1))
+	_, errOut, code = runOamflow(t, "--kubeconfig", kc, "-n", "team-a", "def", "apply", teamTrait)
+	require.Equal(t, ExitOK, code, errOut)
+
+	out, errOut, code = runOamflow(t, "--kubeconfig", kc, "def", "list", "--type", "trait")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "stamp")
+	assert.Contains(t, out, "Stamps a label.")
+	assert.NotContains(t, out, "team-a", "without -A only the system namespaces are listed")
+	out, _, _ = runOamflow(t, "--kubeconfig", kc, "def", "list", "-A")
+	assert.Contains(t, out, "team-a")
+
+	out, errOut, code = runOamflow(t, "--kubeconfig", kc, "def", "get", "stamp")
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, `"stamp": {`)
+	assert.Contains(t, out, `*"system-v2"`)
+	_, errOut, code = runOamflow(t, "--kubeconfig", kc, "def", "get", "nothing")
+	assert.Equal(t, ExitUserError, code)
+	assert.Contains(t, errOut, `no definition named "nothing"`)
+
+	app := writeFile(t, dir, "app.yaml", `apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata: {name: a, namespace: team-a}
+spec:
+  components:
+    - name: web
+      type: webservice
+      properties: {image: nginx}
+      traits: [{type: stamp}]
+`)
+	out, errOut, code = runOamflow(t, "--kubeconfig", kc, "dry-run", "-f", app)
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "stamp: team", "the app namespace's definition wins")
+	require.NoError(t, env.Client.Delete(ctx, &v1beta1.TraitDefinition{ObjectMeta: metav1.ObjectMeta{Name: "stamp", Namespace: "team-a"}}))
+	out, errOut, code = runOamflow(t, "--kubeconfig", kc, "dry-run", "-f", app)
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "stamp: system-v2", "then oamflow-system")
+
+	got := &v1beta1.TraitDefinition{}
+	require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: "oamflow-system", Name: "stamp"}, got))
+	assert.Contains(t, got.Spec.Schematic.CUE.Template, "system-v2")
+
+	// "stamp@v1" reads DefinitionRevision stamp-v1.
+	pinned := got.DeepCopy()
+	pinned.ObjectMeta = metav1.ObjectMeta{Name: "stamp", Namespace: "oamflow-system"}
+	pinned.Spec.Schematic.CUE.Template = strings.Replace(pinned.Spec.Schematic.CUE.Template, `*"system-v2"`, `*"pinned"`, 1)
+	require.NoError(t, env.Client.Create(ctx, &v1beta1.DefinitionRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: "stamp-v1", Namespace: "oamflow-system"},
+		Spec:       v1beta1.DefinitionRevisionSpec{Revision: 1, RevisionHash: "h", DefinitionType: v1beta1.TraitType, TraitDefinition: pinned},
+	}))
+	pinnedApp := writeFile(t, dir, "pinned.yaml", strings.Replace(mustRead(t, app), "{type: stamp}", "{type: stamp@v1}", 1))
+	out, errOut, code = runOamflow(t, "--kubeconfig", kc, "dry-run", "-f", pinnedApp)
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, "stamp: pinned")
+	_, errOut, code = runOamflow(t, "--kubeconfig", kc, "dry-run", "-f", writeFile(t, dir, "v9.yaml", strings.Replace(mustRead(t, app), "{type: stamp}", "{type: stamp@v9}", 1)))
+	assert.Equal(t, ExitUserError, code)
+	assert.Contains(t, errOut, `unknown trait type "stamp@v9"`)
+}
+
+func mustRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return string(b)
+}
