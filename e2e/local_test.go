@@ -33,6 +33,9 @@ func oamflow(t *testing.T, home, bin string, args ...string) (string, error) {
 	root.SetArgs(append(args, "--home", home, "--k8s-bin", bin))
 	err := root.Execute()
 	t.Logf("$ oamflow %s\n%s", strings.Join(args, " "), out.String())
+	if err != nil {
+		t.Logf("Error: %v", err)
+	}
 	return out.String(), err
 }
 
@@ -158,15 +161,8 @@ func TestLocalUpFaults(t *testing.T) {
 	})
 
 	t.Run("CrashOnStart", func(t *testing.T) {
-		crashBin := t.TempDir()
-		for _, b := range localcluster.ClusterBinaries() {
-			require.NoError(t, os.Symlink(filepath.Join(bin, b), filepath.Join(crashBin, b)))
-		}
-		require.NoError(t, os.Remove(filepath.Join(crashBin, localcluster.BinKubeScheduler)))
-		script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Kubernetes v1.34.2'; exit 0; fi\n" +
-			"echo 'E0000 simulated crash: kube-scheduler cannot start' >&2\nexit 1\n"
-		require.NoError(t, os.WriteFile(filepath.Join(crashBin, localcluster.BinKubeScheduler), []byte(script), 0o755))
-
+		crashBin := binDirWith(t, bin, localcluster.BinKubeScheduler,
+			"echo 'E0000 simulated crash: kube-scheduler cannot start' >&2\nexit 1\n")
 		home := t.TempDir()
 		_, err := oamflow(t, home, crashBin, "local", "up", "--nodes", "2")
 		require.Error(t, err)
@@ -182,15 +178,46 @@ func TestLocalUpFaults(t *testing.T) {
 	})
 
 	t.Run("NotReadyInTime", func(t *testing.T) {
+		// A kube-scheduler that runs but never serves /healthz. exec -a keeps
+		// the argv[0] kwokctl gave it, so it counts as running.
+		hangBin := binDirWith(t, bin, localcluster.BinKubeScheduler,
+			"echo 'I0000 simulated hang: kube-scheduler never gets ready' >&2\nexec -a \"$0\" sleep 600\n")
+		home := t.TempDir()
+		_, err := oamflow(t, home, hangBin, "local", "up", "--nodes", "2", "--timeout", "40s")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "was not ready within the timeout of 40s")
+		assert.Contains(t, err.Error(), "last lines of", "the error carries the end of the component's log")
+		assertNoProcesses(t, home, hangBin)
+		_, err = oamflow(t, home, hangBin, "local", "down")
+		require.NoError(t, err)
+	})
+
+	t.Run("TimeoutWhileCreating", func(t *testing.T) {
 		home := t.TempDir()
 		_, err := oamflow(t, home, bin, "local", "up", "--nodes", "2", "--timeout", "1s")
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "was not ready within the timeout of 1s")
+		assert.Contains(t, err.Error(), "within the timeout of 1s")
 		assert.Contains(t, err.Error(), "last lines of", "the error carries the end of the component's log")
 		assertNoProcesses(t, home, bin)
 		_, err = oamflow(t, home, bin, "local", "down")
 		require.NoError(t, err)
 	})
+}
+
+// binDirWith returns a binary directory linking to bin's binaries except
+// name, which is a bash script answering --version like v1.34.2 and
+// otherwise running body.
+func binDirWith(t *testing.T, bin, name, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, b := range localcluster.ClusterBinaries() {
+		if b != name {
+			require.NoError(t, os.Symlink(filepath.Join(bin, b), filepath.Join(dir, b)))
+		}
+	}
+	script := "#!/bin/bash\nif [ \"$1\" = --version ]; then echo 'Kubernetes v1.34.2'; exit 0; fi\n" + body
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755))
+	return dir
 }
 
 // assertNoProcesses checks that no process of state dir home is alive.

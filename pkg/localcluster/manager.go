@@ -409,6 +409,11 @@ func (m *Manager) startCluster(ctx context.Context, rec clusterRecord, create bo
 			if ce := m.firstDeadComponent(rec); ce != nil {
 				return ClusterStatus{}, ce
 			}
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				log := m.layout.kwokctlLog(rec.KwokName)
+				return ClusterStatus{}, &ComponentError{Cluster: rec.Name, Component: BinKwokctl,
+					Reason: fmt.Sprintf("did not finish creating the cluster within the timeout of %s", o.Timeout), LogPath: log, LogTail: tailFile(log, logTailLines)}
+			}
 			return ClusterStatus{}, fmt.Errorf("cluster %s: %w", rec.Name, err)
 		}
 	}

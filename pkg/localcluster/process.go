@@ -29,10 +29,10 @@ func readPidFile(path string) (int, error) {
 	return pid, nil
 }
 
-// processAlive reports whether pid is a live (not zombie) process whose
-// argv[0] is argv0. Matching argv[0] tells a component from an unrelated
-// process that reused the pid of a stale pid file; an empty argv0 skips
-// that check.
+// processAlive reports whether pid is a live (not zombie) process started
+// as argv0 (see commandPath). Matching the command tells a component from an
+// unrelated process that reused the pid of a stale pid file; an empty argv0
+// skips that check.
 func processAlive(pid int, argv0 string) bool {
 	stat, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "stat"))
 	if err != nil {
@@ -49,8 +49,22 @@ func processAlive(pid int, argv0 string) bool {
 	if err != nil {
 		return false
 	}
-	first, _, _ := bytes.Cut(cmdline, []byte{0})
-	return string(first) == argv0
+	return commandPath(cmdline, func(p string) bool { return p == argv0 }) != ""
+}
+
+// commandPath returns the path a process was started as, given its
+// /proc/<pid>/cmdline, if match accepts it: argv[0], or argv[1] when the
+// command is a script run by its interpreter ("/bin/bash <script> …").
+// It returns "" when match accepts neither.
+func commandPath(cmdline []byte, match func(string) bool) string {
+	args := strings.SplitN(string(cmdline), "\x00", 3)
+	if len(args) > 0 && match(args[0]) {
+		return args[0]
+	}
+	if len(args) > 1 && match(args[1]) {
+		return args[1]
+	}
+	return ""
 }
 
 // parseStatState returns the state letter of a /proc/<pid>/stat line
@@ -156,8 +170,8 @@ func tailFile(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// processesUnder returns the live processes whose argv[0] starts with
-// prefix (pid → argv[0]), by scanning /proc.
+// processesUnder returns the live processes started as a path that begins
+// with prefix (pid → that path; see commandPath), by scanning /proc.
 func processesUnder(prefix string) map[int]string {
 	found := map[int]string{}
 	entries, err := os.ReadDir(procDir)
@@ -173,8 +187,8 @@ func processesUnder(prefix string) map[int]string {
 		if err != nil {
 			continue
 		}
-		first, _, _ := bytes.Cut(cmdline, []byte{0})
-		if argv0 := string(first); strings.HasPrefix(argv0, prefix) && processAlive(pid, argv0) {
+		argv0 := commandPath(cmdline, func(p string) bool { return strings.HasPrefix(p, prefix) })
+		if argv0 != "" && processAlive(pid, argv0) {
 			found[pid] = argv0
 		}
 	}

@@ -196,3 +196,42 @@ func TestTailFile(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestCommandPath(t *testing.T) {
+	want := "/h/kwok/clusters/c/bin/kube-scheduler"
+	is := func(p string) bool { return p == want }
+	cases := map[string]struct {
+		reason  string
+		cmdline string
+		want    string
+	}{
+		"Binary":      {reason: "a binary started by its path", cmdline: want + "\x00--kubeconfig=x\x00", want: want},
+		"NoArgs":      {reason: "no arguments, no trailing NUL", cmdline: want, want: want},
+		"Script":      {reason: "a script run by its interpreter", cmdline: "/bin/bash\x00" + want + "\x00--v=2\x00", want: want},
+		"Other":       {reason: "an unrelated process", cmdline: "/usr/bin/sleep\x00600\x00", want: ""},
+		"ThirdArg":    {reason: "only argv[0] and argv[1] count", cmdline: "/bin/sh\x00-c\x00" + want, want: ""},
+		"Empty":       {reason: "kernel threads have an empty cmdline", cmdline: "", want: ""},
+		"PrefixMatch": {reason: "a longer path is not the same", cmdline: want + "-x\x00", want: ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, commandPath([]byte(tc.cmdline), is), tc.reason)
+		})
+	}
+}
+
+// TestProcessAliveScript covers components that are scripts: while the
+// interpreter runs them, argv[1] is the component's path.
+func TestProcessAliveScript(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "bin", "kwok-controller")
+	writeFile(t, script, "#!/bin/sh\nsleep 60\n", 0o755)
+	cmd := exec.Command(script)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+	})
+	assert.True(t, processAlive(cmd.Process.Pid, script))
+	assert.Contains(t, processesUnder(dir+"/"), cmd.Process.Pid)
+}

@@ -45,7 +45,7 @@ func (m *Manager) waitReady(ctx context.Context, rec clusterRecord, o UpOptions,
 		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err
 	}
-	if err := wait([]string{CompEtcd, CompKubeAPIServer}, CompKubeAPIServer, "to serve /readyz", apiReady); err != nil {
+	if err := wait(all, CompKubeAPIServer, "to serve /readyz", apiReady); err != nil {
 		return t, err
 	}
 	t.apiReady = time.Since(start)
@@ -108,8 +108,7 @@ func (m *Manager) waitReady(ctx context.Context, rec clusterRecord, o UpOptions,
 func (m *Manager) waitFor(ctx context.Context, rec clusterRecord, timeout time.Duration, watch []string, owner, what string, check func(context.Context) error) error {
 	for {
 		for _, comp := range watch {
-			pid, err := readPidFile(m.layout.pidPath(rec.KwokName, comp))
-			if err != nil || !processAlive(pid, m.layout.argv0(rec.KwokName, comp)) {
+			if !m.componentRunning(rec, comp) {
 				return m.componentError(rec, comp, "is not running (it exited while the cluster was starting)")
 			}
 		}
@@ -128,6 +127,22 @@ func (m *Manager) waitFor(ctx context.Context, rec clusterRecord, timeout time.D
 		case <-time.After(pollInterval):
 		}
 	}
+}
+
+// componentRunning reports whether component comp of rec runs. A negative
+// answer is confirmed once after a short pause: while a process execs
+// (a wrapper script exec-ing the real binary) its command line briefly reads
+// as empty.
+func (m *Manager) componentRunning(rec clusterRecord, comp string) bool {
+	check := func() bool {
+		pid, err := readPidFile(m.layout.pidPath(rec.KwokName, comp))
+		return err == nil && processAlive(pid, m.layout.argv0(rec.KwokName, comp))
+	}
+	if check() {
+		return true
+	}
+	time.Sleep(100 * time.Millisecond)
+	return check()
 }
 
 // apiReady returns nil when cluster rec's kube-apiserver answers /readyz.
