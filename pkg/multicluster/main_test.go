@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/big"
 	"os"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -73,13 +74,16 @@ func stop(e *envtest.Environment) {
 
 var nsCounter atomic.Int64
 
+var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
 // newRegistry returns a registry over the hub with a fresh system namespace.
 func newRegistry(t testing.TB, opts ...Option) *Registry {
 	t.Helper()
-	ns := fmt.Sprintf("sys-%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), nsCounter.Add(1))
-	if len(ns) > 60 {
-		ns = fmt.Sprintf("sys-%d", nsCounter.Add(1))
+	name := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(name) > 40 {
+		name = name[:40]
 	}
+	ns := fmt.Sprintf("sys-%s-%d", name, nsCounter.Add(1))
 	r, err := NewRegistry(hub.Client, hub.Config, append([]Option{WithSystemNamespace(ns)}, opts...)...)
 	require.NoError(t, err)
 	return r
