@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -58,10 +59,42 @@ func printStructured(w io.Writer, v any, format string) error {
 	return err
 }
 
-// newTable returns the tabwriter every table of the CLI uses (two spaces
-// between columns).
-func newTable(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+// table aligns tab-separated cells into columns two spaces apart, like
+// every table of the CLI, and drops the spaces that padding leaves at the
+// end of lines. Write rows to it, then call Flush.
+type table struct {
+	out io.Writer
+	buf bytes.Buffer
+	tw  *tabwriter.Writer
+}
+
+// newTable returns a table writing to w on Flush.
+func newTable(w io.Writer) *table {
+	t := &table{out: w}
+	t.tw = tabwriter.NewWriter(&t.buf, 0, 4, 2, ' ', 0)
+	return t
+}
+
+// Write adds cells; "\t" ends a cell, "\n" a row.
+func (t *table) Write(p []byte) (int, error) { return t.tw.Write(p) }
+
+// Flush aligns what was written and writes it to the output.
+func (t *table) Flush() error {
+	if err := t.tw.Flush(); err != nil {
+		return err
+	}
+	lines := strings.SplitAfter(t.buf.String(), "\n")
+	t.buf.Reset()
+	var b strings.Builder
+	for _, l := range lines {
+		nl := strings.HasSuffix(l, "\n")
+		b.WriteString(strings.TrimRight(l, " \n"))
+		if nl {
+			b.WriteByte('\n')
+		}
+	}
+	_, err := io.WriteString(t.out, b.String())
+	return err
 }
 
 // humanAge is the kubectl-style age of t at now ("5m", "3h12m", "2d"), or

@@ -82,11 +82,11 @@ func newRevisionListCommand(g *GlobalOptions) *cobra.Command {
 
 // revisionRow is one line of `oamflow revision list`.
 type revisionRow struct {
-	Name           string `json:"name"`
-	Revision       int64  `json:"revision"`
-	Hash           string `json:"hash"`
-	Succeeded      bool   `json:"succeeded"`
-	PublishVersion string `json:"publishVersion,omitempty"`
+	Name           string      `json:"name"`
+	Revision       int64       `json:"revision"`
+	Hash           string      `json:"hash"`
+	Succeeded      bool        `json:"succeeded"`
+	PublishVersion string      `json:"publishVersion,omitempty"`
 	Created        metav1.Time `json:"created"`
 }
 

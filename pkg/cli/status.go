@@ -495,7 +495,11 @@ func formatTree(w io.Writer, rep *statusReport, msg func(string) string) error {
 		comps := split(cg, func(r liveResource) string { return r.Component })
 		for ci, comp := range comps {
 			head, cprefix := branch("", ci == len(comps)-1)
-			fmt.Fprintf(tw, "%s%s\t\t\t\n", head, orDash(rs[comp.from].Component))
+			component := rs[comp.from].Component
+			if component == "" {
+				component = "(no component)"
+			}
+			fmt.Fprintf(tw, "%s%s\t\t\t\n", head, component)
 			kinds := split(comp, func(r liveResource) string { return r.Kind })
 			for ki, kg := range kinds {
 				head, kprefix := branch(cprefix, ki == len(kinds)-1)

@@ -81,7 +81,6 @@ terminated, the wait timed out, the cluster is unreachable.`,
 	f.StringVar(&o.publishVersion, "publish-version", "", "set the app.oam.dev/publishVersion annotation on every Application")
 	f.DurationVar(&o.pollInterval, "poll-interval", defaultPollInterval, "with --wait, how often to read the Application")
 	_ = f.MarkHidden("poll-interval")
-	_ = cmd.MarkFlagRequired("file")
 	return cmd
 }
 
@@ -96,6 +95,9 @@ func noArgs(_ *cobra.Command, args []string) error {
 func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if len(o.files) == 0 {
+		return userErrorf("give the files to apply with -f (\"-\" reads stdin)")
 	}
 	if o.wait && o.timeout <= 0 {
 		return userErrorf("--timeout must be positive, not %s", o.timeout)
