@@ -45,7 +45,7 @@ func TestJudge(t *testing.T) {
 		{reason: "running at the applied generation is success",
 			app: fixtureApp(withPhase(common.ApplicationRunning)), target: at(2), want: isRunning},
 		{reason: "workflowFailed with an Invalid* reason is the user's to fix",
-			app: fixtureApp(withPhase(common.ApplicationWorkflowFailed), withCondition("Parsed", false, "InvalidApplication", "component web: type nope not found")),
+			app:    fixtureApp(withPhase(common.ApplicationWorkflowFailed), withCondition("Parsed", false, "InvalidApplication", "component web: type nope not found")),
 			target: at(2), want: isInvalid, wantMsg: "component web: type nope not found (InvalidApplication)"},
 		{reason: "an invalid policy is the user's too",
 			app:    fixtureApp(withPhase(common.ApplicationWorkflowFailed), withCondition("Policy", false, "InvalidPolicy", "topology: no cluster matches")),
@@ -376,4 +376,3 @@ func testUpWait(t *testing.T, e *cliEnv) {
 		assert.Contains(t, r.out, "is running (revision ok-v2)")
 	})
 }
-
