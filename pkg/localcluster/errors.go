@@ -25,13 +25,16 @@ type ComponentError struct {
 	Component string
 	// Reason says what went wrong ("exited while starting", "not ready after 2m0s: …").
 	Reason string
-	// LogPath is the component's log file.
+	// LogPath is the component's log file; empty when it never started.
 	LogPath string
 	// LogTail holds the last lines of LogPath.
 	LogTail string
 }
 
 func (e *ComponentError) Error() string {
+	if e.LogPath == "" {
+		return fmt.Sprintf("cluster %s: %s %s", e.Cluster, e.Component, e.Reason)
+	}
 	return fmt.Sprintf("cluster %s: %s %s; last lines of %s:\n%s", e.Cluster, e.Component, e.Reason, e.LogPath, e.LogTail)
 }
 

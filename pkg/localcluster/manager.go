@@ -359,8 +359,8 @@ func (m *Manager) planClusters(ctx context.Context, st *state, names []string, o
 	}
 	if contains(names, HubName) && o.APIServerPort != 0 {
 		if err := checkPortFree(o.APIServerPort); err != nil {
-			return nil, &ComponentError{Cluster: HubName, Component: CompKubeAPIServer, Reason: "cannot listen on its port: " + err.Error(),
-				LogPath: "(not started)", LogTail: "(nothing was started; choose another --api-port or stop what listens on it)"}
+			return nil, &ComponentError{Cluster: HubName, Component: CompKubeAPIServer,
+				Reason: "cannot listen on its port (" + err.Error() + "); nothing was started: choose another --api-port or stop what listens on it"}
 		}
 	}
 	p, err := pickPorts(6*len(names), used)

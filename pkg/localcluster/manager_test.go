@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -234,4 +235,43 @@ func TestProgressLines(t *testing.T) {
 	p.printf("local", "kube-apiserver ready")
 	p.printf("", "binaries: %s", "/x")
 	assert.Regexp(t, `^\[ *0\.\ds\] local: kube-apiserver ready\n\[ *0\.\ds\] binaries: /x\n$`, b.String())
+}
+
+func TestComponentErrorMessage(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		err    *ComponentError
+		want   string
+	}{
+		"WithLog": {
+			reason: "names cluster, component, log file and shows its tail",
+			err:    &ComponentError{Cluster: "member-1", Component: CompKubeScheduler, Reason: "is not running", LogPath: "/l/kube-scheduler.log", LogTail: "E boom"},
+			want:   "cluster member-1: kube-scheduler is not running; last lines of /l/kube-scheduler.log:\nE boom",
+		},
+		"NotStarted": {
+			reason: "no log when nothing ran",
+			err:    &ComponentError{Cluster: "local", Component: CompKubeAPIServer, Reason: "cannot listen on its port"},
+			want:   "cluster local: kube-apiserver cannot listen on its port",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.err.Error(), tc.reason)
+		})
+	}
+}
+
+func TestUpFixedPortInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	m, _ := newTestManager(t, fakeBinDir(t))
+	o := DefaultUpOptions()
+	o.APIServerPort = l.Addr().(*net.TCPAddr).Port
+	_, err = m.Up(context.Background(), o)
+	var ce *ComponentError
+	require.ErrorAs(t, err, &ce, "a taken --api-port is reported before anything starts")
+	assert.Equal(t, CompKubeAPIServer, ce.Component)
+	assert.Contains(t, err.Error(), strconv.Itoa(o.APIServerPort))
+	assert.NoDirExists(t, filepath.Join(m.layout.kwokWorkdir(), "logs"), "kwokctl never ran")
 }
