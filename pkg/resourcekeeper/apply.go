@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/helm"
 )
 
 // action is what one object needs.
@@ -26,6 +27,7 @@ const (
 	actNone      action = iota // in sync, read-only, or kept at live values
 	actApply                   // server-side apply (or replace / re-create)
 	actJoinShare               // add this Application to the shared-by list
+	actRelease                 // hand a virtual HelmRelease to the ReleaseHandler
 )
 
 // plan is the decision for one object.
@@ -55,6 +57,11 @@ type plan struct {
 //     or deleted and re-created, as resource-update rules say. apply-once
 //     rules keep the listed paths (or the whole object) at their live values.
 //
+// Virtual HelmRelease objects take part in steps 1 and 2 (their spec must
+// parse; they are tracked under the release's namespace and name) and are
+// then handed to the ReleaseHandler instead of being written (see
+// ReleaseHandler).
+//
 // Errors of single objects are joined; the others are still written.
 // The clients should read from the API server, not from a cache, so that
 // ownership is checked against the latest state.
@@ -66,7 +73,13 @@ func (k *Keeper) Apply(ctx context.Context, cluster string, objs []*unstructured
 	plans := make([]*plan, 0, len(objs))
 	var refusals []error
 	for _, obj := range objs {
-		p, err := k.plan(ctx, c, cluster, obj, false)
+		var p *plan
+		var err error
+		if helm.IsHelmRelease(obj) {
+			p, err = k.planRelease(cluster, obj)
+		} else {
+			p, err = k.plan(ctx, c, cluster, obj, false)
+		}
 		if err != nil {
 			refusals = append(refusals, err)
 			continue
@@ -249,6 +262,8 @@ func (k *Keeper) execute(ctx context.Context, c client.Client, cluster string, p
 		}
 		log.V(1).Info("joined a shared object", "object", klog.KObj(p.live), "cluster", cluster)
 		return nil
+	case actRelease:
+		return k.ensureRelease(ctx, cluster, p)
 	case actApply:
 	default:
 		return nil

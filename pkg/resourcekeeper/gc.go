@@ -45,7 +45,8 @@ var ownershipLabels = []string{
 // keepLegacyResource move the object to the root tracker (kept until the
 // Application is deleted); propagation orphan removes our labels and keeps
 // the object; cascading deletes in the foreground, otherwise in the
-// background. With order dependency, the objects of a component are deleted
+// background. A tracked Helm release is uninstalled through the
+// ReleaseHandler instead of deleted (orphan leaves it installed). With order dependency, the objects of a component are deleted
 // only after those of every component depending on it are gone. A shared
 // object is handed over to the next sharer instead of deleted. Old trackers
 // whose objects are all collected are deleted.
@@ -281,8 +282,11 @@ func (k *Keeper) dependsOn(a, b string) bool {
 	return false
 }
 
-// collectOne collects one tracked object.
+// collectOne collects one tracked object (a Helm release: see collectRelease).
 func (k *Keeper) collectOne(ctx context.Context, e v1beta1.ManagedResource, appDelete bool) (outcome, error) {
+	if isReleaseEntry(e) {
+		return k.collectRelease(ctx, e, appDelete)
+	}
 	ref := refString(e.ClusterObjectReference)
 	log := ctrl.LoggerFrom(ctx)
 	c, err := k.clients.Client(ctx, e.Cluster)

@@ -17,6 +17,13 @@
 // ResourceTracker lives in the hub: "<app>-v<N>-<namespace>" per revision
 // (what revision N applied) and "<app>-<namespace>" (objects kept until the
 // Application is deleted).
+//
+// Virtual HelmRelease objects (helm.IsHelmRelease) are not applied: they
+// are tracked like other objects (under the release's namespace and name,
+// before anything is installed) and handed to a ReleaseHandler
+// (Options.Releases, e.g. NewHelmReleases over a *helm.Client), which
+// installs or upgrades the release; garbage collection and Application
+// deletion uninstall it, subject to the garbage-collect rules.
 package resourcekeeper
 
 import (
@@ -46,6 +53,10 @@ type Options struct {
 	// spec (dependsOn) are added automatically; pass the dependencies of
 	// components that older revisions had and the current one dropped.
 	Dependencies map[string][]string
+	// Releases installs, upgrades and uninstalls the Helm releases of
+	// virtual HelmRelease objects (see NewHelmReleases). Nil: such objects
+	// fail with ErrNoReleaseHandler.
+	Releases ReleaseHandler
 }
 
 // Keeper applies and tracks the objects of one Application revision.
@@ -57,6 +68,7 @@ type Keeper struct {
 	clients      multicluster.ClusterClients
 	policies     Policies
 	deps         map[string][]string
+	releases     ReleaseHandler
 }
 
 // New returns a Keeper for app at revision N (N >= 1; the revision named
@@ -88,6 +100,7 @@ func New(app *v1beta1.Application, revision int64, opts Options) (*Keeper, error
 		clients:      opts.Clients,
 		policies:     opts.Policies,
 		deps:         deps,
+		releases:     opts.Releases,
 	}, nil
 }
 

@@ -59,14 +59,20 @@ func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
+// countingConfig returns a REST config whose every HTTP request is
+// counted by counter.
+func countingConfig(counter *requestCounter) *rest.Config {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, counter: counter} })
+	return cfg
+}
+
 // countingClient returns a client whose every HTTP request is counted.
 func countingClient(t testing.TB) (client.Client, *requestCounter) {
 	t.Helper()
 	counter := &requestCounter{}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = 1000, 2000
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, counter: counter} })
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	c, err := client.New(countingConfig(counter), client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
 	return c, counter
 }

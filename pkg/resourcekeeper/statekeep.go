@@ -10,6 +10,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/helm"
 )
 
 // StateKeep repairs drift: every object tracked by the current revision is
@@ -17,7 +18,11 @@ import (
 // (see inSync), applied again. Objects now owned by another Application,
 // read-only objects, and objects under apply-once (whole object, or the
 // listed paths, with affect onStateKeep or always) are left as they are.
-// When nothing drifted it issues only reads: zero write requests.
+// When nothing drifted it issues only reads: zero write requests. Tracked
+// Helm releases are ensured again through the ReleaseHandler, which
+// upgrades them when their chart or values (valuesFrom objects included)
+// changed, reinstalls them when they were uninstalled behind our back, and
+// writes nothing otherwise.
 func (k *Keeper) StateKeep(ctx context.Context) error {
 	hub, err := k.hub(ctx)
 	if err != nil {
@@ -52,7 +57,12 @@ func (k *Keeper) keepOne(ctx context.Context, e v1beta1.ManagedResource) error {
 	if err != nil {
 		return err
 	}
-	p, err := k.plan(ctx, c, e.Cluster, obj, true)
+	var p *plan
+	if helm.IsHelmRelease(obj) {
+		p, err = k.planRelease(e.Cluster, obj)
+	} else {
+		p, err = k.plan(ctx, c, e.Cluster, obj, true)
+	}
 	if err != nil {
 		return err
 	}
