@@ -62,6 +62,18 @@ k8s-binaries: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod
 	cd hack/tools/controller-gen && $(GO) build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
+##@ Main job
+
+.PHONY: demo
+demo: build k8s-binaries ## Run the demo: 3 local clusters, controller, a multi-cluster Application with a Helm chart.
+	hack/demo.sh
+
+.PHONY: demo-down
+demo-down: ## Stop the demo's controller and local clusters.
+	@home=$${OAMFLOW_HOME:-$$HOME/.oamflow}; \
+	  if [ -f $$home/controller.pid ]; then kill $$(cat $$home/controller.pid) 2>/dev/null || true; rm -f $$home/controller.pid; fi
+	$(BIN)/oamflow local down
+
 ##@ Test
 
 .PHONY: test
@@ -82,3 +94,9 @@ bench: ## Go benchmarks (render, health, state-keep); harnesses live under hack/
 .PHONY: clean
 clean: ## Remove bin/ except the slow-to-build bin/k8s.
 	find $(BIN) -maxdepth 1 -type f -delete 2>/dev/null || true
+
+##@ Docs
+
+.PHONY: docs
+docs: ## Regenerate the CLI reference in README.md from the cobra command tree.
+	$(GO) run ./hack/clidoc -readme README.md
