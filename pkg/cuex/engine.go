@@ -99,7 +99,7 @@ type evaluated struct {
 
 // NewEngine returns an Engine with an empty cache.
 func NewEngine(opts ...Option) *Engine {
-	e := &Engine{limits: DefaultLimits, failed: map[string]error{}, memo: newLRU(DefaultMemoEntries), values: newLRU(evaluatedValues)}
+	e := &Engine{limits: DefaultLimits, failed: map[string]error{}, memo: newLRU(DefaultMemoEntries)}
 	for _, o := range opts {
 		o(e)
 	}
@@ -114,6 +114,7 @@ func (e *Engine) resetLocked() {
 	e.gen++
 	e.cctx = cuecontext.New()
 	e.cache = map[string]*Template{}
+	e.values = newLRU(evaluatedValues)
 }
 
 // Source names a piece of CUE for error messages and positions.

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Whole-process timing of `oamflow dry-run --offline` (issue 4, Performance):
+# one webservice with four traits, with a folder of ~90 definitions passed
+# by -d (copies of the built-ins, including workflow steps that import
+# provider packages, under new names). Prints the median wall time of RUNS
+# runs (default 10) and the user+system CPU time, using hyperfine when it
+# is installed and a plain loop otherwise.
+#
+#   hack/bench/render/run.sh            # build bin/oamflow, then measure
+#   RUNS=30 hack/bench/render/run.sh
+#   OAMFLOW=/path/to/oamflow hack/bench/render/run.sh   # measure that binary
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+RUNS=${RUNS:-10}
+APP=pkg/render/testdata/bench/one.yaml
+BIN=${OAMFLOW:-bin/oamflow}
+if [ -z "${OAMFLOW:-}" ]; then
+  go build -o bin/oamflow ./cmd/oamflow
+fi
+
+defs=$(mktemp -d)
+trap 'rm -rf "$defs"' EXIT
+n=0
+copy=0
+while [ "$n" -lt 90 ]; do
+  for f in definitions/*/*.cue; do
+    [ "$n" -ge 90 ] && break
+    name=$(basename "$f" .cue)
+    dir="$defs/$(basename "$(dirname "$f")")"
+    mkdir -p "$dir"
+    if [ "$copy" -eq 0 ]; then
+      cp "$f" "$dir/$name.cue"
+    else
+      # Same definition under another name: rename the header label.
+      sed -E "0,/^\"?$name\"?: *\{/s//\"$name-copy$copy\": {/" "$f" > "$dir/$name-copy$copy.cue"
+    fi
+    n=$((n + 1))
+  done
+  copy=$((copy + 1))
+done
+echo "definitions in -d folder: $(find "$defs" -name '*.cue' | wc -l) ($(find "$defs" -path '*workflowsteps*' -name '*.cue' | wc -l) workflow steps)"
+cmd=("$BIN" dry-run --offline -f "$APP" -d "$defs")
+"${cmd[@]}" > /dev/null   # check it works (and warm the page cache)
+
+if command -v hyperfine > /dev/null; then
+  hyperfine --warmup 2 --runs "$RUNS" "${cmd[*]}"
+  exit 0
+fi
+times=()
+cpu=()
+for _ in $(seq "$RUNS"); do
+  start=$(date +%s%N)
+  t=$( { /usr/bin/time -f "%U %S" "${cmd[@]}" > /dev/null; } 2>&1 )
+  end=$(date +%s%N)
+  times+=($(( (end - start) / 1000000 )))
+  cpu+=("$(awk '{printf "%d", ($1 + $2) * 1000}' <<< "$t")")
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : int((a[NR/2] + a[NR/2+1]) / 2)}'; }
+echo "runs: $RUNS  wall ms: ${times[*]}"
+echo "median wall: $(median "${times[@]}") ms   median user+sys CPU: $(median "${cpu[@]}") ms   load: $(cut -d' ' -f1-3 /proc/loadavg)"
+# Start-up alone, for comparison: the same binary printing its version.
+vcpu=()
+for _ in $(seq "$RUNS"); do
+  t=$( { /usr/bin/time -f "%U %S" "$BIN" version > /dev/null; } 2>&1 )
+  vcpu+=("$(awk '{printf "%d", ($1 + $2) * 1000}' <<< "$t")")
+done
+echo "start-up only (oamflow version): median user+sys CPU $(median "${vcpu[@]}") ms"
