@@ -329,6 +329,14 @@ func schemaText(v cue.Value) string {
 // (`*"TCP" | "UDP"` reads `"TCP" | "UDP"`).
 func exprText(v cue.Value) string {
 	n := v.Syntax(cue.Raw())
+	if b, err := format.Node(n); err == nil && strings.Contains(string(b), "#") {
+		// A reference to a definition (#Port) says little: show what it is.
+		if r := v.Syntax(cue.ResolveReferences(true)); r != nil {
+			if rb, err := format.Node(r); err == nil && !strings.Contains(string(rb), "let ") {
+				n = r
+			}
+		}
+	}
 	x, ok := n.(ast.Expr)
 	if !ok {
 		return syntaxText(v)
@@ -345,6 +353,9 @@ func exprText(v cue.Value) string {
 	}
 	collect(x)
 	if len(disjuncts) < 2 {
+		if s := oneLine(x); s != "" {
+			return strings.TrimPrefix(s, "*")
+		}
 		return syntaxText(v)
 	}
 	hasType := false
@@ -370,6 +381,15 @@ func exprText(v cue.Value) string {
 		parts = append(parts, strings.Join(strings.Fields(string(b)), " "))
 	}
 	return strings.Join(parts, " | ")
+}
+
+// oneLine formats a syntax node on one line.
+func oneLine(n ast.Node) string {
+	b, err := format.Node(n)
+	if err != nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(string(b)), " ")
 }
 
 func syntaxText(v cue.Value) string {

@@ -20,6 +20,13 @@ parameter: {
 }
 `
 
+const refTemplate = `
+#Port: int & >=1 & <=65535
+parameter: {
+	port: #Port
+}
+`
+
 const closedTemplate = `
 parameter: close({
 	image: string
@@ -79,6 +86,12 @@ func TestCheckParameter(t *testing.T) {
 			template: closedTemplate,
 			props:    map[string]any{"image": "x", "imag": "y"},
 			errs:     []string{"imag: unknown property; allowed: cmd, image"},
+		},
+		{
+			reason:   "a schema that references a definition is shown resolved",
+			template: refTemplate,
+			props:    map[string]any{"port": "80"},
+			errs:     []string{`port: expected uint16 & >=1, got string "80"`},
 		},
 		{
 			reason:   "bounds are checked",
