@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/pkg/helm"
 )
 
 // EvalResult is what a definition's status CUE yields: isHealth (from
@@ -60,8 +62,13 @@ func (o Object) String() string {
 }
 
 // Fetch reads the live counterpart of a rendered object; a missing object
-// is returned with Live nil and no error.
+// is returned with Live nil and no error. It is Fetcher{}.Fetch: a virtual
+// HelmRelease comes back unhealthy with reason HelmNotConfigured.
 func Fetch(ctx context.Context, r client.Reader, rendered *unstructured.Unstructured) (Object, error) {
+	return Fetcher{}.Fetch(ctx, r, rendered)
+}
+
+func fetchObject(ctx context.Context, r client.Reader, rendered *unstructured.Unstructured) (Object, error) {
 	o := Object{Kind: rendered.GetKind(), Namespace: rendered.GetNamespace(), Name: rendered.GetName()}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(rendered.GroupVersionKind())
@@ -106,6 +113,12 @@ type Outcome struct {
 //   - without one, every live object must pass Check; the first that does
 //     not gives reason and message ("<Kind> <ns>/<name>: <why>"); when all
 //     pass, customStatus (if any) gives the message.
+//   - a HelmRelease (as read by a Fetcher) is judged by its release, with or
+//     without a healthPolicy, so that a release whose chart cannot be
+//     fetched is never healthy; its message ("release R revision N, chart
+//     C-V: N/M resources ready") and details (resources not ready and
+//     MISSING, by kind) are the outcome's unless customStatus or details
+//     say otherwise.
 //
 // An evaluation error yields an unhealthy outcome with reason StatusError
 // and the error.
@@ -119,15 +132,28 @@ func Evaluate(ctx context.Context, ev StatusEvaluator, s Subject) (Outcome, erro
 	hasPolicy := s.Status != nil && s.Status.HealthPolicy != ""
 	hasCUE := s.Status != nil && (s.Status.HealthPolicy != "" || s.Status.CustomStatus != "" || s.Status.Details != "")
 
-	if !hasPolicy {
-		for _, o := range objs {
-			if r := Check(ctx, o.Live); !r.Healthy {
-				r.Message = o.String() + ": " + r.Message
-				return Outcome{Result: r}, nil
+	var messages []string
+	var details map[string]string
+	for _, o := range objs {
+		release := helm.IsHelmRelease(o.Live)
+		if hasPolicy && !release {
+			continue
+		}
+		r := Check(ctx, o.Live)
+		if release {
+			if !r.Healthy {
+				return Outcome{Result: r, Details: releaseDetails(o.Live)}, nil
 			}
+			messages = append(messages, r.Message)
+			details = mergeDetails(details, releaseDetails(o.Live))
+			continue
+		}
+		if !r.Healthy {
+			r.Message = o.String() + ": " + r.Message
+			return Outcome{Result: r}, nil
 		}
 	}
-	out := Outcome{Result: Result{Healthy: true, Reason: ReasonHealthy}}
+	out := Outcome{Result: Result{Healthy: true, Reason: ReasonHealthy, Message: strings.Join(messages, "; ")}, Details: details}
 	if !hasCUE {
 		return out, nil
 	}
@@ -148,8 +174,12 @@ func Evaluate(ctx context.Context, ev StatusEvaluator, s Subject) (Outcome, erro
 		err = fmt.Errorf("evaluating the definition's status: %w", err)
 		return Outcome{Result: Result{Reason: ReasonStatusError, Message: err.Error()}}, err
 	}
-	out.Message = res.Message
-	out.Details = res.Details
+	if res.Message != "" || len(messages) == 0 {
+		out.Message = res.Message
+	}
+	if len(res.Details) > 0 || details == nil {
+		out.Details = res.Details
+	}
 	if hasPolicy && !res.Healthy {
 		out.Healthy = false
 		out.Reason = ReasonHealthPolicy

@@ -3,11 +3,12 @@
 //
 // Objects are judged by small named checks, one per kind (Deployment,
 // StatefulSet, DaemonSet, ReplicaSet, Job, Pod, PersistentVolumeClaim,
-// Service), each built on kstatus (sigs.k8s.io/cli-utils/pkg/kstatus) with
+// Service, and the virtual HelmRelease), each built on kstatus (sigs.k8s.io/cli-utils/pkg/kstatus) with
 // messages of our own; any other kind falls back to kstatus' generic rules
 // (observedGeneration and Ready/Reconciling/Stalled conditions). Components
 // and traits whose definition has a CUE healthPolicy are judged by it (see
-// Evaluate).
+// Evaluate). Virtual HelmRelease objects (package helm) are judged by the
+// Helm release they stand for, through a ReleaseChecker (see Fetcher).
 package health
 
 import (
@@ -16,6 +17,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"github.com/oamflow/oamflow/pkg/helm"
 )
 
 // Reasons of a Result (CamelCase, stable).
@@ -48,6 +51,10 @@ type checkFn func(obj *unstructured.Unstructured, ks *status.Result) Result
 func checkFor(obj *unstructured.Unstructured) checkFn {
 	gk := obj.GroupVersionKind().GroupKind()
 	switch gk.Group {
+	case helm.Group:
+		if gk.Kind == helm.Kind {
+			return checkHelmRelease
+		}
 	case "apps":
 		switch gk.Kind {
 		case "Deployment":
