@@ -33,7 +33,7 @@ func TestReleaseHealthEvaluate(t *testing.T) {
 		Name: "web", Namespace: "prod", Revision: 2, Status: "deployed", Chart: "simple", ChartVersion: "0.1.0", AppVersion: "1.0.0", Ready: 3, Total: 3}
 	notReady := ReleaseHealth{Reason: helm.ReasonResourcesNotReady, Message: "release web revision 1, chart simple-0.1.0: 1/3 resources ready",
 		Details: map[string]string{"Deployment": "not ready: web-web (Ready: 0/1)", "ConfigMap": "MISSING: web-config"},
-		Name: "web", Namespace: "prod", Revision: 1, Status: "deployed", Ready: 1, Total: 3}
+		Name:    "web", Namespace: "prod", Revision: 1, Status: "deployed", Ready: 1, Total: 3}
 	noChart := ReleaseHealth{Reason: helm.ReasonChartUnavailable, Message: `bundled chart "simpel": chart not found`, Name: "web", Namespace: "prod"}
 
 	// healthyPolicy says healthy whatever it sees, with a message.
