@@ -28,6 +28,7 @@ import (
 	"github.com/oamflow/oamflow/definitions"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/controller"
+	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/revision"
 	"github.com/oamflow/oamflow/pkg/workflow"
 )
@@ -200,13 +201,21 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("building the workflow engine: %w", err)
 	}
+	// Member clusters are Secrets in the system namespace; the registry gives
+	// a cached client per cluster and resolves topology label selectors.
+	clusters, err := multicluster.NewRegistry(direct, cfg, multicluster.WithSystemNamespace(o.SystemNamespace))
+	if err != nil {
+		return fmt.Errorf("building the cluster registry: %w", err)
+	}
 	r := controller.New(mgr.GetClient(), direct, mgr.GetEventRecorderFor("oamflow-controller"), engine, o.SystemNamespace, builtins,
 		controller.Options{
 			RevisionLimit:    o.RevisionLimit,
 			StepTimeout:      o.DefaultStepTimeout,
 			UnhealthyRequeue: o.UnhealthyRequeuePeriod,
 			Concurrency:      o.Concurrency,
-		})
+		},
+		controller.WithClusterClients(clusters),
+		controller.WithClusterResolver(clusters))
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("registering the Application controller: %w", err)
 	}
