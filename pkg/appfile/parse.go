@@ -84,6 +84,9 @@ func Parse(ctx context.Context, app *v1beta1.Application, src DefinitionSource) 
 	if app == nil {
 		return nil, errors.New("parse: nil Application")
 	}
+	if src == nil {
+		return nil, errors.New("parse: nil DefinitionSource")
+	}
 	engine := EngineFrom(ctx)
 	if engine == nil {
 		engine = cuex.NewEngine()
