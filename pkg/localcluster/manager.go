@@ -469,6 +469,9 @@ type DownResult struct {
 // It verifies by pid that no process is left and fails naming the pids
 // otherwise. With nothing to stop it returns an empty result and no error.
 func (m *Manager) Down(ctx context.Context) (*DownResult, error) {
+	if _, err := os.Stat(m.layout.home); errors.Is(err, os.ErrNotExist) {
+		return &DownResult{}, nil // never used: nothing to stop, nothing to create
+	}
 	unlock, err := lockHome(m.layout)
 	if err != nil {
 		return nil, err

@@ -165,6 +165,7 @@ func TestDownStopsEveryProcess(t *testing.T) {
 	res, err := m.Down(context.Background())
 	require.NoError(t, err, "down with nothing running is fine")
 	assert.Empty(t, res.Stopped)
+	assert.NoDirExists(t, m.Home(), "down does not create a state dir that never existed")
 
 	hub := fakeCluster(t, m, HubName, components()...)
 	fakeCluster(t, m, "member-1", CompEtcd)

@@ -27,7 +27,16 @@ func startSleeper(t *testing.T, argv0 string) *exec.Cmd {
 		_ = cmd.Process.Kill()
 		_, _ = cmd.Process.Wait()
 	})
+	waitExeced(t, cmd.Process.Pid, argv0)
 	return cmd
+}
+
+// waitExeced waits until pid shows argv0 in /proc: right after exec the
+// kernel briefly reports an empty command line.
+func waitExeced(t *testing.T, pid int, argv0 string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return processAlive(pid, argv0) }, 5*time.Second, 5*time.Millisecond,
+		"pid %d never showed %s", pid, argv0)
 }
 
 func TestReadPidFile(t *testing.T) {
@@ -232,6 +241,6 @@ func TestProcessAliveScript(t *testing.T) {
 		_ = cmd.Process.Kill()
 		_, _ = cmd.Process.Wait()
 	})
-	assert.True(t, processAlive(cmd.Process.Pid, script))
+	waitExeced(t, cmd.Process.Pid, script)
 	assert.Contains(t, processesUnder(dir+"/"), cmd.Process.Pid)
 }
