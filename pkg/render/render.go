@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -555,14 +554,4 @@ func isClusterScoped(apiVersion, kind string) bool {
 		group = apiVersion[:i]
 	}
 	return clusterScoped[group+"/"+kind]
-}
-
-// sortedNames returns map keys sorted.
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
