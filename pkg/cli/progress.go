@@ -167,19 +167,25 @@ func serviceKey(s common.ApplicationComponentStatus, appNamespace string) string
 	return k
 }
 
-// appEvents describes, one line each, how cur differs from prev (nil for
-// the first reading): the phase, workflow steps starting and finishing,
-// step messages, and service health. Lines carry no timestamps; the same
+// appEvents describes, one line each, how cur differs from prev:
+// workflow steps starting and finishing, step messages, service health,
+// and last the phase. For the first reading (prev nil) it is one line with
+// the phase and revision. Lines carry no timestamps; the same
 // pair always gives the same lines.
 func appEvents(prev, cur *v1beta1.Application) []string {
-	var out []string
 	if prev == nil {
-		out = append(out, fmt.Sprintf("Application %s/%s: %s", cur.Namespace, cur.Name, phaseText(cur)))
-	} else if prev.Status.Phase != cur.Status.Phase {
-		out = append(out, "phase "+phaseText(cur))
+		// The first reading may describe an earlier run (before the
+		// controller saw what was just applied): say where things stand
+		// and report changes from there.
+		line := fmt.Sprintf("Application %s/%s: %s", cur.Namespace, cur.Name, phaseText(cur))
+		if r := cur.Status.LatestRevision; r != nil && cur.Status.Phase != "" {
+			line += " (revision " + r.Name + ")"
+		}
+		return []string{line}
 	}
+	var out []string
 
-	prevWF, curWF := workflowOf(prev), cur.Status.Workflow
+	prevWF, curWF := prev.Status.Workflow, cur.Status.Workflow
 	if curWF != nil && curWF.AppRevision != "" && (prevWF == nil || prevWF.AppRevision != curWF.AppRevision) {
 		out = append(out, "workflow started for revision "+curWF.AppRevision)
 		prevWF = nil
@@ -196,10 +202,8 @@ func appEvents(prev, cur *v1beta1.Application) []string {
 	}
 
 	prevSvc := map[string]common.ApplicationComponentStatus{}
-	if prev != nil {
-		for _, s := range prev.Status.Services {
-			prevSvc[serviceKey(s, prev.Namespace)] = s
-		}
+	for _, s := range prev.Status.Services {
+		prevSvc[serviceKey(s, prev.Namespace)] = s
 	}
 	for _, s := range sortedServices(cur.Status.Services) {
 		k := serviceKey(s, cur.Namespace)
@@ -213,15 +217,11 @@ func appEvents(prev, cur *v1beta1.Application) []string {
 		}
 		out = append(out, line)
 	}
-	return out
-}
-
-// workflowOf is app's status.workflow, nil for a nil app.
-func workflowOf(app *v1beta1.Application) *common.WorkflowStatus {
-	if app == nil {
-		return nil
+	// The phase comes last: it sums up the changes above it.
+	if prev.Status.Phase != cur.Status.Phase {
+		out = append(out, "phase "+phaseText(cur))
 	}
-	return app.Status.Workflow
+	return out
 }
 
 // stepEvent describes a step whose phase or message changed ("" when

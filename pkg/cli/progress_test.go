@@ -29,12 +29,17 @@ func TestAppEvents(t *testing.T) {
 			want:   []string{"Application default/demo: waiting for the controller to pick it up"},
 		},
 		{
+			reason: "the first reading says where things stand, not how an earlier run went",
+			cur:    runningFixture(),
+			want:   []string{"Application default/demo: running (revision demo-v2)"},
+		},
+		{
 			reason: "a new run announces its revision and the steps that started; pending steps without a message stay quiet",
 			prev:   fixtureApp(withPhase(common.ApplicationRendering)),
 			cur: fixtureApp(withPhase(common.ApplicationRunningWorkflow), withSteps(
 				step("apply-web", "apply-component", wfv1alpha1.WorkflowStepPhaseRunning, 10*time.Second, 0, ""),
 				step("apply-worker", "apply-component", wfv1alpha1.WorkflowStepPhasePending, 0, 0, ""))),
-			want: []string{"phase runningWorkflow", "workflow started for revision demo-v2", "step apply-web (apply-component) started"},
+			want: []string{"workflow started for revision demo-v2", "step apply-web (apply-component) started", "phase runningWorkflow"},
 		},
 		{
 			reason: "a finished step says how long it ran; a step message change while running is shown",
@@ -54,14 +59,14 @@ func TestAppEvents(t *testing.T) {
 			cur: fixtureApp(withPhase(common.ApplicationWorkflowFailed), withSteps(
 				withSubSteps(step("deploy", "step-group", wfv1alpha1.WorkflowStepPhaseFailed, 10*time.Second, 9*time.Second, ""),
 					failed(step("hz", "deploy", wfv1alpha1.WorkflowStepPhaseFailed, 10*time.Second, 9*time.Second, "cluster hz\nunreachable"), "Timeout")))),
-			want: []string{"phase workflowFailed", "step deploy failed", "step deploy/hz failed (Timeout): cluster hz unreachable"},
+			want: []string{"step deploy failed", "step deploy/hz failed (Timeout): cluster hz unreachable", "phase workflowFailed"},
 		},
 		{
 			reason: "services are reported when new and when their health or message changes",
 			prev:   fixtureApp(withPhase(common.ApplicationRunning), withServices(service("web", "", true, "Ready:1/1"), service("web", "hz", true, ""))),
 			cur: fixtureApp(withPhase(common.ApplicationUnhealthy), withServices(service("web", "", false, "0/1 replicas ready"),
 				service("web", "hz", true, ""), service("worker", "", true, ""))),
-			want: []string{"phase unhealthy", "web@local: unhealthy (0/1 replicas ready)", "worker@local: healthy"},
+			want: []string{"web@local: unhealthy (0/1 replicas ready)", "worker@local: healthy", "phase unhealthy"},
 		},
 		{
 			reason: "a suspended step says so with its message",
@@ -69,7 +74,7 @@ func TestAppEvents(t *testing.T) {
 			cur: fixtureApp(withPhase(common.ApplicationWorkflowSuspending), withSteps(
 				step("apply-web", "apply-component", wfv1alpha1.WorkflowStepPhaseSucceeded, 10*time.Second, 2*time.Second, ""),
 				step("approve", "suspend", wfv1alpha1.WorkflowStepPhaseSuspending, 1*time.Second, 0, "waiting for approval"))),
-			want: []string{"phase workflowSuspending", "step apply-web succeeded in 2s", "step approve suspended: waiting for approval"},
+			want: []string{"step apply-web succeeded in 2s", "step approve suspended: waiting for approval", "phase workflowSuspending"},
 		},
 		{
 			reason: "nothing changed, nothing printed",

@@ -154,6 +154,10 @@ func newStatusReport(app *v1beta1.Application) *statusReport {
 	}
 }
 
+// auxiliaryWorkload is the trait type recorded for the extra outputs of a
+// component (the KubeVela label convention pkg/render follows).
+const auxiliaryWorkload = "AuxiliaryWorkload"
+
 // Resource states of --tree besides the health reasons of pkg/health.
 const (
 	stateMissing     = "MISSING"
@@ -440,7 +444,12 @@ func workflowLine(wf *common.WorkflowStatus, now time.Time) string {
 		parts[0] += " (suspended)"
 	}
 	if wf.Mode != "" {
-		parts = append(parts, "mode "+wf.Mode)
+		// The controller writes "<steps>-<sub-steps>", e.g. "StepByStep-DAG".
+		if steps, subs, ok := strings.Cut(wf.Mode, "-"); ok {
+			parts = append(parts, "steps "+steps, "sub-steps "+subs)
+		} else {
+			parts = append(parts, "mode "+wf.Mode)
+		}
 	}
 	if wf.AppRevision != "" {
 		parts = append(parts, "revision "+wf.AppRevision)
@@ -508,7 +517,11 @@ func formatTree(w io.Writer, rep *statusReport, msg func(string) string) error {
 					r := rs[i]
 					head, _ := branch(kprefix, i == kg.to-1)
 					name := r.Name
-					if r.Trait != "" {
+					switch r.Trait {
+					case "":
+					case auxiliaryWorkload:
+						name += " (output)"
+					default:
 						name += " (trait " + r.Trait + ")"
 					}
 					fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\n", head, name, orDash(r.Namespace), r.State, orDash(msg(r.Message)))

@@ -64,7 +64,7 @@ func withSteps(steps ...wfv1alpha1.WorkflowStepStatus) appMod {
 			}
 		}
 		a.Status.LatestRevision = &common.Revision{Name: "demo-v2", Revision: 2, RevisionHash: "5f2c0a9e"}
-		a.Status.Workflow = &common.WorkflowStatus{AppRevision: "demo-v2", Mode: "DAG", Status: wfv1alpha1.WorkflowStateExecuting,
+		a.Status.Workflow = &common.WorkflowStatus{AppRevision: "demo-v2", Mode: "StepByStep-DAG", Status: wfv1alpha1.WorkflowStateExecuting,
 			StartTime: start, Steps: steps}
 	}
 }
@@ -183,6 +183,7 @@ func TestFormatTreeGolden(t *testing.T) {
 		{Cluster: "hz-1", Component: "web", APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web", State: stateUnreachable},
 		{Cluster: "local", Component: "web", APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "web", State: "Healthy", Healthy: true, Message: "3/3 replicas ready"},
 		{Cluster: "local", Component: "web", Trait: "expose", APIVersion: "v1", Kind: "Service", Namespace: "default", Name: "web", State: "Healthy", Healthy: true},
+		{Cluster: "local", Component: "web", Trait: auxiliaryWorkload, APIVersion: "v1", Kind: "Service", Namespace: "default", Name: "web-internal", State: "Healthy", Healthy: true, Message: "ClusterIP 10.96.0.7"},
 		{Cluster: "local", Component: "web", Trait: "config", APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "web-a", State: "Healthy", Healthy: true},
 		{Cluster: "local", Component: "web", Trait: "config", APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "web-b", State: stateMissing, Message: "not found in cluster local"},
 		{Cluster: "local", Component: "worker", APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "worker", State: "Progressing", Message: "1/2 replicas ready"},

@@ -362,7 +362,14 @@ func judge(app *v1beta1.Application, target waitTarget) (verdict, string) {
 	if st.Phase == common.ApplicationWorkflowFailed {
 		for _, c := range st.Conditions {
 			if c.Status != metav1.ConditionTrue && strings.HasPrefix(c.Reason, invalidReasonPrefix) {
-				return isInvalid, fmt.Sprintf("%s (%s)", oneLine(c.Message), c.Reason)
+				// The controller's message may already say which
+				// Application is invalid; the CLI's error says it once.
+				msg := oneLine(c.Message)
+				prefix := fmt.Sprintf("application %s/%s is invalid: ", app.Namespace, app.Name)
+				if len(msg) > len(prefix) && strings.EqualFold(msg[:len(prefix)], prefix) {
+					msg = msg[len(prefix):]
+				}
+				return isInvalid, fmt.Sprintf("(%s) %s", c.Reason, msg)
 			}
 		}
 	}
@@ -432,7 +439,7 @@ func (w *appWaiter) wait(ctx context.Context) (*v1beta1.Application, time.Durati
 			case isRunning:
 				return app, time.Since(start), nil
 			case isInvalid:
-				return app, time.Since(start), userErrorf("Application %s is invalid: %s", id, msg)
+				return app, time.Since(start), userErrorf("Application %s is invalid %s", id, msg)
 			case hasFailed:
 				return app, time.Since(start), fmt.Errorf("Application %s: %s", id, msg)
 			}

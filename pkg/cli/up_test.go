@@ -46,10 +46,10 @@ func TestJudge(t *testing.T) {
 			app: fixtureApp(withPhase(common.ApplicationRunning)), target: at(2), want: isRunning},
 		{reason: "workflowFailed with an Invalid* reason is the user's to fix",
 			app:    fixtureApp(withPhase(common.ApplicationWorkflowFailed), withCondition("Parsed", false, "InvalidApplication", "component web: type nope not found")),
-			target: at(2), want: isInvalid, wantMsg: "component web: type nope not found (InvalidApplication)"},
+			target: at(2), want: isInvalid, wantMsg: "(InvalidApplication) component web: type nope not found"},
 		{reason: "an invalid policy is the user's too",
 			app:    fixtureApp(withPhase(common.ApplicationWorkflowFailed), withCondition("Policy", false, "InvalidPolicy", "topology: no cluster matches")),
-			target: at(2), want: isInvalid, wantMsg: "topology: no cluster matches (InvalidPolicy)"},
+			target: at(2), want: isInvalid, wantMsg: "(InvalidPolicy) topology: no cluster matches"},
 		{reason: "a failed workflow is a runtime failure with the Workflow condition's message",
 			app:    fixtureApp(withPhase(common.ApplicationWorkflowFailed), withCondition("Workflow", false, "WorkflowFailed", "step deploy failed")),
 			target: at(2), want: hasFailed, wantMsg: "the workflow failed: step deploy failed"},
@@ -325,12 +325,13 @@ func testUpWait(t *testing.T, e *cliEnv) {
 			a.Status.ObservedGeneration = gen
 			a.Status.Phase = common.ApplicationWorkflowFailed
 			a.Status.Conditions = []metav1.Condition{{Type: "Parsed", Status: metav1.ConditionFalse, Reason: "InvalidApplication",
-				Message: `component "web": type "webservice" not found`, LastTransitionTime: metav1.Now()}}
+				Message: `application default/bad is invalid: component "web": type "webservice" not found`, LastTransitionTime: metav1.Now()}}
 		})
 		r := result(t, ch)
 		assert.Equal(t, ExitUserError, r.code, "%v", r.err)
 		require.Error(t, r.err)
-		assert.Contains(t, r.err.Error(), `Application default/bad is invalid: component "web": type "webservice" not found (InvalidApplication)`)
+		assert.Equal(t, `Application default/bad is invalid (InvalidApplication) component "web": type "webservice" not found`, r.err.Error(),
+			"the controller's message, without repeating which Application")
 	})
 
 	t.Run("exits 2 when the workflow fails", func(t *testing.T) {
