@@ -14,6 +14,7 @@ import (
 
 	"cuelang.org/go/cue"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +25,8 @@ import (
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/cuex"
 	"github.com/oamflow/oamflow/pkg/definition"
+	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/render"
 )
 
 // definitionClient builds a client that knows the core.oam.dev types.
@@ -41,6 +44,28 @@ func (o *GlobalOptions) definitionClient() (client.Client, error) {
 		return nil, fmt.Errorf("connecting to the cluster: %w", err)
 	}
 	return c, nil
+}
+
+// clusterResolver resolves topology clusterLabelSelectors against the
+// clusters registered in the hub (cluster Secrets in oamflow-system).
+func (o *GlobalOptions) clusterResolver() (render.ClusterResolver, error) {
+	cfg, err := o.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	reg, err := multicluster.NewRegistry(c, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return reg, nil
 }
 
 // defNamespace is -n, else oamflow-system (where definitions visible to

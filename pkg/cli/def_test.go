@@ -16,6 +16,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/testing/envtest"
 )
 
@@ -162,6 +163,20 @@ spec:
 	_, errOut, code = runOamflow(t, "--kubeconfig", kc, "dry-run", "-f", writeFile(t, dir, "v9.yaml", strings.Replace(mustRead(t, app), "{type: stamp}", "{type: stamp@v9}", 1)))
 	assert.Equal(t, ExitUserError, code)
 	assert.Contains(t, errOut, `unknown trait type "stamp@v9"`)
+
+	// Online, clusterLabelSelector picks registered clusters.
+	for name, region := range map[string]string{"east-1": "east", "west-1": "west"} {
+		sec, err := multicluster.NewClusterSecret("oamflow-system", name, multicluster.Credentials{Endpoint: "https://" + name + ".example:6443", Token: "t"}, map[string]string{"region": region}, multicluster.ClientSettings{})
+		require.NoError(t, err)
+		require.NoError(t, env.Client.Create(ctx, sec))
+	}
+	topo := writeFile(t, dir, "topo.yaml", mustRead(t, app)+`  policies:
+    - {name: east, type: topology, properties: {clusterLabelSelector: {region: east}}}
+`)
+	out, errOut, code = runOamflow(t, "--kubeconfig", kc, "dry-run", "-f", topo)
+	require.Equal(t, ExitOK, code, errOut)
+	assert.Contains(t, out, `→ cluster "east-1", namespace "team-a"`)
+	assert.NotContains(t, out, "west-1")
 }
 
 func mustRead(t *testing.T, p string) string {

@@ -58,7 +58,9 @@ explicit deploy steps) render one block per target cluster and namespace
 with override policies applied. Offline, topology clusters are taken by
 name; a clusterLabelSelector is matched against clusters described with
 --cluster-labels NAME=KEY=VALUE[,KEY=VALUE] (repeatable), and without them
-renders once for a placeholder cluster, with a warning.
+renders once for a placeholder cluster, with a warning. Online, it is
+matched against the clusters registered in oamflow-system (unless
+--cluster-labels is given).
 
 Exit codes: 0 rendered, 1 invalid input (files, properties, definitions),
 2 anything else (cluster unreachable).`,
@@ -122,6 +124,12 @@ func (o *dryRunOptions) run(ctx context.Context, out, errOut io.Writer) error {
 	src, err := o.source(in)
 	if err != nil {
 		return err
+	}
+	if resolver == nil && !o.offline {
+		// Online: clusterLabelSelector picks registered clusters.
+		if resolver, err = o.global.clusterResolver(); err != nil {
+			return err
+		}
 	}
 	ctx = appfile.WithEngine(ctx, cuex.NewEngine())
 	var docs []doc
