@@ -183,9 +183,9 @@ func TestLocalUpFaults(t *testing.T) {
 		hangBin := binDirWith(t, bin, localcluster.BinKubeScheduler,
 			"echo 'I0000 simulated hang: kube-scheduler never gets ready' >&2\nexec -a \"$0\" sleep 600\n")
 		home := t.TempDir()
-		_, err := oamflow(t, home, hangBin, "local", "up", "--nodes", "2", "--timeout", "40s")
+		_, err := oamflow(t, home, hangBin, "local", "up", "--nodes", "2", "--timeout", "20s")
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "was not ready within the timeout of 40s")
+		assert.Contains(t, err.Error(), "was not ready within the timeout of 20s")
 		assert.Contains(t, err.Error(), "last lines of", "the error carries the end of the component's log")
 		assertNoProcesses(t, home, hangBin)
 		_, err = oamflow(t, home, hangBin, "local", "down")
