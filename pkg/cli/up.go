@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -49,7 +50,8 @@ func newUpCommand(g *GlobalOptions) *cobra.Command {
 		Long: `Apply the Applications of the -f files with server-side apply (field manager
 "oamflow-cli"; fields another manager set are taken over). Files may hold
 several YAML documents: definitions (ComponentDefinition, TraitDefinition,
-PolicyDefinition, WorkflowStepDefinition) are installed first, in their own
+PolicyDefinition, WorkflowStepDefinition, or .cue definition files as
+` + "`oamflow def`" + ` reads them) are vetted and installed first, in their own
 metadata.namespace or else -n or else oamflow-system; standalone Policy and
 Workflow objects are folded into the one Application of the files (as
 dry-run --merge does). "-" reads standard input.
@@ -102,11 +104,11 @@ func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) err
 	if o.wait && o.timeout <= 0 {
 		return userErrorf("--timeout must be positive, not %s", o.timeout)
 	}
-	in, err := readUpInputs(o.files, stdin)
+	in, cueDefs, err := readUpInputs(o.files, stdin)
 	if err != nil {
 		return err
 	}
-	if len(in.apps) == 0 && len(in.defs) == 0 {
+	if len(in.apps) == 0 && len(in.defs) == 0 && len(cueDefs) == 0 {
 		return userErrorf("no Application or definition found in %s", strings.Join(o.files, ", "))
 	}
 	if len(in.policies) > 0 || len(in.workflows) > 0 {
@@ -118,7 +120,7 @@ func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) err
 			return err
 		}
 	}
-	defs, err := vetInlineDefinitions(ctx, in.defs)
+	defs, err := vetInlineDefinitions(ctx, in.defs, cueDefs)
 	if err != nil {
 		return err
 	}
@@ -184,42 +186,53 @@ func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) err
 	return nil
 }
 
-// readUpInputs reads every document of files ("-" is stdin); any problem
-// is the user's.
-func readUpInputs(files []string, stdin io.Reader) (*dryRunInputs, error) {
-	in := &dryRunInputs{}
+// readUpInputs reads every document of files ("-" is stdin): YAML
+// documents into in, and .cue definition files (the `def` format) into
+// cueDefs. Any problem is the user's.
+func readUpInputs(files []string, stdin io.Reader) (in *dryRunInputs, cueDefs []*appfile.Definition, err error) {
+	in = &dryRunInputs{}
 	for _, f := range files {
+		if strings.EqualFold(filepath.Ext(f), ".cue") {
+			defs, err := readDefinitionFiles([]string{f})
+			if err != nil {
+				return nil, nil, err
+			}
+			cueDefs = append(cueDefs, defs...)
+			continue
+		}
 		var data []byte
-		var err error
 		if f == "-" {
 			data, err = io.ReadAll(stdin)
 		} else {
 			data, err = os.ReadFile(f)
 		}
 		if err != nil {
-			return nil, &UserError{Err: fmt.Errorf("reading %s: %w", f, err)}
+			return nil, nil, &UserError{Err: fmt.Errorf("reading %s: %w", f, err)}
 		}
 		if err := in.add(f, data); err != nil {
-			return nil, &UserError{Err: err}
+			return nil, nil, &UserError{Err: err}
 		}
 	}
-	return in, nil
+	return in, cueDefs, nil
 }
 
-// vetInlineDefinitions checks definition objects from the files as
-// `def vet` does; nothing is applied when one is invalid.
-func vetInlineDefinitions(ctx context.Context, objs []client.Object) ([]*appfile.Definition, error) {
-	if len(objs) == 0 {
+// vetInlineDefinitions checks the definitions of the files (objects from
+// YAML documents, then those of .cue files) as `def vet` does; nothing is
+// applied when one is invalid.
+func vetInlineDefinitions(ctx context.Context, objs []client.Object, cueDefs []*appfile.Definition) ([]*appfile.Definition, error) {
+	defs := make([]*appfile.Definition, 0, len(objs)+len(cueDefs))
+	for _, obj := range objs {
+		defs = append(defs, &appfile.Definition{Kind: definition.KindOf(obj), Name: obj.GetName(), Origin: "-f", Object: obj})
+	}
+	defs = append(defs, cueDefs...)
+	if len(defs) == 0 {
 		return nil, nil
 	}
 	engine := cuex.NewEngine()
-	defs := make([]*appfile.Definition, 0, len(objs))
-	for _, obj := range objs {
-		d := &appfile.Definition{Kind: definition.KindOf(obj), Name: obj.GetName(), Origin: "-f", Object: obj}
+	for _, d := range defs {
 		if problems := vetDefinition(ctx, engine, d); len(problems) > 0 {
 			return nil, userErrorf("%s %q is invalid:\n  %s", d.Kind, d.Name, strings.Join(problems, "\n  "))
 		}
-		defs = append(defs, d)
 	}
 	return defs, nil
 }

@@ -187,6 +187,20 @@ func testUp(t *testing.T, e *cliEnv) {
 	require.Equal(t, ExitOK, r.code, r.err)
 	assert.Equal(t, "TraitDefinition/my-labels unchanged in oamflow-system\nApplication default/web unchanged\n", r.out)
 
+	cueDef := writeFile(t, dir, "team.cue", `"team-label": {
+	type: "trait"
+	description: "Labels the workload with its team"
+	attributes: appliesToWorkloads: ["*"]
+}
+template: {
+	parameter: team: string
+	patch: metadata: labels: team: parameter.team
+}
+`)
+	r = e.run("", "up", "-f", cueDef, "-n", "staging")
+	require.Equal(t, ExitOK, r.code, r.err)
+	assert.Equal(t, "TraitDefinition/team-label created in staging\n", r.out, ".cue definition files are installed too, in -n")
+
 	r = e.run(appYAML("web", "nginx:1.28"), "up", "-f", "-")
 	require.Equal(t, ExitOK, r.code, r.err)
 	assert.Equal(t, "Application default/web configured\n", r.out)
@@ -221,6 +235,8 @@ func testUp(t *testing.T, e *cliEnv) {
 			args: []string{"up", "-f", "-"}, wantCode: ExitUserError, wantErr: "exactly one Application"},
 		{reason: "an invalid definition stops everything", stdin: appYAML("x", "a") + "---\napiVersion: core.oam.dev/v1beta1\nkind: TraitDefinition\nmetadata: {name: broken}\nspec:\n  schematic:\n    cue:\n      template: 'patch: {'\n",
 			args: []string{"up", "-f", "-"}, wantCode: ExitUserError, wantErr: "broken"},
+		{reason: "an invalid .cue definition", args: []string{"up", "-f", writeFile(t, dir, "bad.cue", "\"bad\": {type: \"trait\"}\ntemplate: {patch: {\n")},
+			wantCode: ExitUserError, wantErr: "bad.cue"},
 		{reason: "nothing to apply", stdin: "# just a comment\n", args: []string{"up", "-f", "-"}, wantCode: ExitUserError, wantErr: "no Application"},
 		{reason: "a positional argument", args: []string{"up", "app.yaml"}, wantCode: ExitUserError, wantErr: "-f"},
 		{reason: "a zero timeout", stdin: appYAML("x", "a"), args: []string{"up", "-f", "-", "--wait", "--timeout", "0s"}, wantCode: ExitUserError, wantErr: "--timeout"},

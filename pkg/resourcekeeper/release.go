@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -108,6 +109,9 @@ func (k *Keeper) ensureRelease(ctx context.Context, cluster string, p *plan) err
 		log.Info("recovered a helm release", "release", klog.KObj(p.desired), "cluster", cluster, "recovery", res.Recovery)
 	}
 	if err != nil {
+		if apierrors.IsInvalid(err) {
+			return err // names the HelmRelease and the field already
+		}
 		return fmt.Errorf("%s: %w", ref, err)
 	}
 	if res.Action != string(helm.ActionUnchanged) {
