@@ -18,7 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
@@ -455,4 +457,27 @@ func (e *entry) fetchVersion(ctx context.Context) (*version.Info, error) {
 		return nil, fmt.Errorf("decoding GET /version: %w", err)
 	}
 	return info, nil
+}
+
+// NewSecretCache returns a controller-runtime cache holding only the cluster
+// Secrets (label v1beta1.LabelClusterCredType present) of namespace, read
+// without deep copies (the registry never modifies them), for
+// WithSecretReader. The caller starts it (mgr.Add(c), or go c.Start(ctx)
+// then c.WaitForCacheSync(ctx)); reads block until it has synced.
+func NewSecretCache(cfg *rest.Config, scheme *runtime.Scheme, namespace string) (cache.Cache, error) {
+	sel, err := clusterSecretSelector(nil)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(cfg, cache.Options{
+		Scheme:            scheme,
+		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Label: sel, UnsafeDisableDeepCopy: ptr.To(true)},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("multicluster: building the cluster Secret cache: %w", err)
+	}
+	return c, nil
 }
