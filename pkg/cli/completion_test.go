@@ -42,3 +42,11 @@ func testCompleteApps(t *testing.T, e *cliEnv) {
 	assert.NotContains(t, out.String(), "listed", "only the namespace of the flags")
 	assert.Contains(t, out.String(), ":4\n", "no file completion")
 }
+
+func TestCompleteOutputFormats(t *testing.T) {
+	var out bytes.Buffer
+	root := NewRootCommand(&out, &out)
+	root.SetArgs([]string{cobra.ShellCompRequestCmd, "ls", "-o", ""})
+	require.NoError(t, root.Execute())
+	assert.Contains(t, out.String(), "table\nyaml\njson\n:4\n")
+}

@@ -52,6 +52,9 @@ func (o *deleteOptions) run(ctx context.Context, name string, out io.Writer) err
 	if o.wait && o.timeout <= 0 {
 		return userErrorf("--timeout must be positive, not %s", o.timeout)
 	}
+	if o.pollInterval <= 0 {
+		o.pollInterval = defaultPollInterval
+	}
 	c, err := o.global.appClient()
 	if err != nil {
 		return err

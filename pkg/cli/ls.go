@@ -38,7 +38,7 @@ services out of all (component × cluster), and age.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the Applications of every namespace")
-	addOutputFlag(cmd.Flags(), &o.output, outputTable, outputTable, outputYAML, outputJSON)
+	addOutputFlag(cmd, &o.output, outputTable, outputTable, outputYAML, outputJSON)
 	return cmd
 }
 

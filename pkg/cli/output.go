@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
@@ -25,10 +25,11 @@ const (
 	outputJSON  = "json"
 )
 
-// addOutputFlag registers -o/--output with default def and the formats of
-// allowed in its help.
-func addOutputFlag(fs *pflag.FlagSet, p *string, def string, allowed ...string) {
-	fs.StringVarP(p, "output", "o", def, "output format: "+strings.Join(allowed, ", "))
+// addOutputFlag registers -o/--output on cmd with default def; its help
+// and shell completion offer allowed.
+func addOutputFlag(cmd *cobra.Command, p *string, def string, allowed ...string) {
+	cmd.Flags().StringVarP(p, "output", "o", def, "output format: "+strings.Join(allowed, ", "))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(allowed, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // checkOutput returns a *UserError unless format is one of allowed.

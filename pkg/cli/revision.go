@@ -76,7 +76,7 @@ func newRevisionListCommand(g *GlobalOptions) *cobra.Command {
 			return formatRevisionRows(cmd.OutOrStdout(), rows, time.Now())
 		},
 	}
-	addOutputFlag(cmd.Flags(), &output, outputTable, outputTable, outputYAML, outputJSON)
+	addOutputFlag(cmd, &output, outputTable, outputTable, outputYAML, outputJSON)
 	return cmd
 }
 
@@ -162,7 +162,7 @@ used. REVISION is N, vN or <app>-vN; the default is the newest.`,
 			return printStructured(cmd.OutOrStdout(), rev, output)
 		},
 	}
-	addOutputFlag(cmd.Flags(), &output, outputYAML, outputYAML, outputJSON)
+	addOutputFlag(cmd, &output, outputYAML, outputYAML, outputJSON)
 	return cmd
 }
 

@@ -59,7 +59,7 @@ messages. -o yaml|json prints the same as a document.`,
 	f := cmd.Flags()
 	f.BoolVar(&o.tree, "tree", false, "read and show every live resource, grouped by cluster, component and kind")
 	f.BoolVar(&o.detail, "detail", false, "show all conditions, service details, traits and whole messages")
-	addOutputFlag(f, &o.output, outputTable, outputTable, outputYAML, outputJSON)
+	addOutputFlag(cmd, &o.output, outputTable, outputTable, outputYAML, outputJSON)
 	return cmd
 }
 

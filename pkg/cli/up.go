@@ -104,6 +104,9 @@ func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) err
 	if o.wait && o.timeout <= 0 {
 		return userErrorf("--timeout must be positive, not %s", o.timeout)
 	}
+	if o.pollInterval <= 0 {
+		o.pollInterval = defaultPollInterval
+	}
 	in, cueDefs, err := readUpInputs(o.files, stdin)
 	if err != nil {
 		return err
