@@ -54,6 +54,10 @@ type result struct {
 	clusters                                  int
 	apiReady, clusterReady, upDone, available time.Duration
 	rssKiB                                    map[string]int64
+	// cpuToReady is the CPU time (user+system) the clusters' processes used
+	// until Up returned: a measure of the work that does not depend on how
+	// busy the machine is.
+	cpuToReady time.Duration
 	names                                     []string
 	down                                      time.Duration
 }
@@ -116,6 +120,13 @@ func measure(n, nodes int, binDir string, progress io.Writer) (result, error) {
 		r.apiReady = max(r.apiReady, c.APIReadyAfter)
 		r.clusterReady = max(r.clusterReady, c.ReadyAfter)
 		r.names = append(r.names, c.Name)
+		for _, pid := range c.PIDs() {
+			cpu, err := cpuTime(pid)
+			if err != nil {
+				return r, fmt.Errorf("cluster %s: %w", c.Name, err)
+			}
+			r.cpuToReady += cpu
+		}
 	}
 
 	var wg sync.WaitGroup
@@ -206,15 +217,42 @@ func report(w io.Writer, results []result, nodes int, binDir string) {
 	fmt.Fprintf(w, "oamflow local up benchmark: %d CPUs, %d fake nodes per cluster, binaries %s (%s)\n",
 		runtime.NumCPU(), nodes, binDir, localcluster.ReadStamp(binDir))
 	fmt.Fprintln(w, "times are from the start of up; targets: API ready < 10s, Deployment Available < 30s, RSS < 1 GiB per cluster")
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Fprintf(w, "load average at the end (1, 5, 15 min): %s\n", strings.Join(strings.Fields(string(b))[:3], " "))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "clusters\tAPI ready\tclusters ready\tup returned\t3-replica Deployment Available\tRSS per cluster (MiB)\tdown")
+	fmt.Fprintln(tw, "clusters\tAPI ready\tclusters ready\tup returned\t3-replica Deployment Available\tRSS per cluster (MiB)\tdown\tCPU used until ready")
 	for _, r := range results {
 		var rss []string
 		for _, n := range r.names {
 			rss = append(rss, fmt.Sprintf("%s=%d", n, r.rssKiB[n]/1024))
 		}
-		fmt.Fprintf(tw, "%d\t%.1fs\t%.1fs\t%.1fs\t%.1fs\t%s\t%.1fs\n", r.clusters,
-			r.apiReady.Seconds(), r.clusterReady.Seconds(), r.upDone.Seconds(), r.available.Seconds(), strings.Join(rss, " "), r.down.Seconds())
+		fmt.Fprintf(tw, "%d\t%.1fs\t%.1fs\t%.1fs\t%.1fs\t%s\t%.1fs\t%.1f CPU-s\n", r.clusters,
+			r.apiReady.Seconds(), r.clusterReady.Seconds(), r.upDone.Seconds(), r.available.Seconds(), strings.Join(rss, " "), r.down.Seconds(), r.cpuToReady.Seconds())
 	}
 	_ = tw.Flush()
+}
+
+// cpuTime returns the user+system CPU time of pid from /proc/<pid>/stat
+// (fields 14 and 15, in clock ticks of 1/100 s, the Linux USER_HZ).
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("malformed CPU times in /proc/%d/stat", pid)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
