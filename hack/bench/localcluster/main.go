@@ -58,8 +58,8 @@ type result struct {
 	// until Up returned: a measure of the work that does not depend on how
 	// busy the machine is.
 	cpuToReady time.Duration
-	names                                     []string
-	down                                      time.Duration
+	names      []string
+	down       time.Duration
 }
 
 func run(countsFlag string, nodes int, binFlag string, verbose bool, out, errOut io.Writer) error {
