@@ -138,27 +138,34 @@ packages (vela/kube, vela/op, …); those are not checked beyond parameter.
 Prints one line per definition; exits 1 if any is invalid.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			defs, err := readDefinitionFiles(args)
-			if err != nil {
-				return err
-			}
 			engine := cuex.NewEngine()
-			bad := 0
-			for _, d := range defs {
-				if problems := vetDefinition(cmd.Context(), engine, d); len(problems) > 0 {
+			bad, total := 0, 0
+			out := cmd.OutOrStdout()
+			for _, file := range args {
+				defs, err := readDefinitionFiles([]string{file})
+				if err != nil {
 					bad++
-					fmt.Fprintf(cmd.OutOrStdout(), "✗ %s: %s %q\n", d.Origin, d.Kind, d.Name)
-					for _, p := range problems {
-						for _, line := range strings.Split(p, "\n") {
-							fmt.Fprintf(cmd.OutOrStdout(), "    %s\n", line)
-						}
-					}
+					total++
+					fmt.Fprintf(out, "✗ %s\n    %v\n", file, err)
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "✓ %s: %s %q\n", d.Origin, d.Kind, d.Name)
+				for _, d := range defs {
+					total++
+					if problems := vetDefinition(cmd.Context(), engine, d); len(problems) > 0 {
+						bad++
+						fmt.Fprintf(out, "✗ %s: %s %q\n", d.Origin, d.Kind, d.Name)
+						for _, p := range problems {
+							for _, line := range strings.Split(p, "\n") {
+								fmt.Fprintf(out, "    %s\n", line)
+							}
+						}
+						continue
+					}
+					fmt.Fprintf(out, "✓ %s: %s %q\n", d.Origin, d.Kind, d.Name)
+				}
 			}
 			if bad > 0 {
-				return userErrorf("%d of %d definitions are invalid", bad, len(defs))
+				return userErrorf("%d of %d definitions are invalid", bad, total)
 			}
 			return nil
 		},
