@@ -3,8 +3,13 @@ package cuex
 import (
 	"container/list"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"hash"
+	"io"
+	"math"
+	"sort"
 	"sync"
 )
 
@@ -66,15 +71,100 @@ func (e *Engine) Recall(key string) (any, bool) { return e.memo.get(key) }
 // modifies afterwards.
 func (e *Engine) Remember(key string, val any) { e.memo.put(key, val) }
 
-// Key hashes JSON-encodable parts into a memo key (JSON encoding sorts map
-// keys, so equal data gives equal keys).
+// Key hashes JSON-like parts into a memo key: equal data gives equal keys
+// (map keys are visited in sorted order; int64 and float64 stay distinct,
+// as they are in CUE). Values of other types are hashed through their JSON
+// encoding.
 func Key(parts ...any) (string, error) {
 	h := sha256.New()
-	enc := json.NewEncoder(h)
+	w := &hashWriter{h: h}
 	for _, p := range parts {
-		if err := enc.Encode(p); err != nil {
+		if err := w.value(p); err != nil {
 			return "", err
 		}
+		w.byte(0xff)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+type hashWriter struct {
+	h   hash.Hash
+	buf [9]byte
+}
+
+func (w *hashWriter) byte(b byte) { w.buf[0] = b; w.h.Write(w.buf[:1]) }
+
+func (w *hashWriter) uint(tag byte, u uint64) {
+	w.buf[0] = tag
+	binary.LittleEndian.PutUint64(w.buf[1:], u)
+	w.h.Write(w.buf[:9])
+}
+
+func (w *hashWriter) str(tag byte, s string) {
+	w.uint(tag, uint64(len(s)))
+	io.WriteString(w.h, s)
+}
+
+func (w *hashWriter) value(x any) error {
+	switch v := x.(type) {
+	case nil:
+		w.byte('n')
+	case bool:
+		if v {
+			w.byte('t')
+		} else {
+			w.byte('f')
+		}
+	case string:
+		w.str('s', v)
+	case int:
+		w.uint('i', uint64(v))
+	case int64:
+		w.uint('i', uint64(v))
+	case float64:
+		w.uint('d', math.Float64bits(v))
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		w.uint('m', uint64(len(keys)))
+		for _, k := range keys {
+			w.str('k', k)
+			if err := w.value(v[k]); err != nil {
+				return err
+			}
+		}
+	case map[string]string:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		w.uint('M', uint64(len(keys)))
+		for _, k := range keys {
+			w.str('k', k)
+			w.str('s', v[k])
+		}
+	case []any:
+		w.uint('l', uint64(len(v)))
+		for _, e := range v {
+			if err := w.value(e); err != nil {
+				return err
+			}
+		}
+	case []string:
+		w.uint('L', uint64(len(v)))
+		for _, e := range v {
+			w.str('s', e)
+		}
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return err
+		}
+		w.str('j', string(b))
+	}
+	return nil
 }
