@@ -225,6 +225,7 @@ func printStatus(w io.Writer, home string, list []localcluster.ClusterStatus) {
 			}
 			fmt.Fprintf(tw, "  %s\t%s\tlog %s\n", comp.Name, state, comp.Log)
 		}
+		fmt.Fprintf(tw, "  kwokctl\t\tlog %s\n", c.KwokctlLog)
 		_ = tw.Flush()
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/oamflow/oamflow/pkg/localcluster"
 )
 
 // runCLI runs the oamflow command line with args and returns stdout, stderr,
@@ -126,4 +128,30 @@ func TestLocalBinDirFromEnv(t *testing.T) {
 	_, _, err, _ := runCLI(t, "local", "up", "--home", t.TempDir())
 	require.Error(t, err)
 	assert.True(t, strings.Contains(err.Error(), bin), "$OAMFLOW_K8S_BIN is where binaries are looked up: %v", err)
+}
+
+func TestClusterState(t *testing.T) {
+	comps := func(running ...bool) []localcluster.ComponentStatus {
+		names := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller"}
+		out := make([]localcluster.ComponentStatus, len(names))
+		for i, n := range names {
+			out[i] = localcluster.ComponentStatus{Name: n, Running: running[i]}
+		}
+		return out
+	}
+	cases := map[string]struct {
+		reason string
+		status localcluster.ClusterStatus
+		want   string
+	}{
+		"Running":  {reason: "all up and the API answers", status: localcluster.ClusterStatus{Components: comps(true, true, true, true, true), APIReady: true}, want: "running"},
+		"APIDown":  {reason: "processes up, API not ready", status: localcluster.ClusterStatus{Components: comps(true, true, true, true, true)}, want: "running, kube-apiserver not ready"},
+		"Degraded": {reason: "names what is missing", status: localcluster.ClusterStatus{Components: comps(true, true, true, false, true)}, want: "degraded (not running: kube-scheduler)"},
+		"Stopped":  {reason: "nothing runs", status: localcluster.ClusterStatus{Components: comps(false, false, false, false, false)}, want: "stopped"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, clusterState(tc.status), tc.reason)
+		})
+	}
 }

@@ -85,6 +85,8 @@ type ClusterStatus struct {
 	Nodes int
 	// Components are the processes of the cluster, in start order.
 	Components []ComponentStatus
+	// KwokctlLog collects the output of the kwokctl commands run for the cluster.
+	KwokctlLog string
 	// Running is true when every component process is alive.
 	Running bool
 	// APIReady is true when kube-apiserver answered /readyz (Status, Up).
@@ -127,6 +129,7 @@ func (m *Manager) inspect(rec clusterRecord, prefix string) ClusterStatus {
 		Server:     fmt.Sprintf("https://%s:%d", loopback, rec.Ports.APIServer),
 		Kubeconfig: m.layout.kubeconfigPath(rec.Name),
 		Nodes:      rec.Nodes,
+		KwokctlLog: m.layout.kwokctlLog(rec.KwokName),
 		Running:    true,
 	}
 	for _, comp := range components() {
