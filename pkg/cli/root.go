@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -55,6 +56,8 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
+	// A bad flag is the user's mistake: exit 1, like a validation error.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UserError{Err: err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&opts.Kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
 	pf.StringVar(&opts.Context, "context", "", "kubeconfig context to use (default: the current context)")
@@ -83,7 +86,8 @@ func Execute(args []string) int {
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		var ue *UserError
-		if errors.As(err, &ue) {
+		// cobra reports an unknown sub-command with a plain error.
+		if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
 			return ExitUserError
 		}
 		return ExitRuntimeErr
