@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -100,6 +101,31 @@ func TestLocalUpTwoClusters(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+	})
+
+	t.Run("StaleClusterRecreated", func(t *testing.T) {
+		member := env.Cluster(t, "member-1")
+		list, err := env.Manager.Status(context.Background())
+		require.NoError(t, err)
+		var scheduler int
+		for _, c := range list[1].Components {
+			if c.Name == localcluster.CompKubeScheduler {
+				scheduler = c.PID
+			}
+		}
+		require.NotZero(t, scheduler)
+		require.NoError(t, syscall.Kill(scheduler, syscall.SIGKILL))
+		require.Eventually(t, func() bool { return !localcluster.ProcessAlive(scheduler) }, 10*time.Second, 50*time.Millisecond)
+
+		out, err := oamflow(t, home, bin, "local", "up", "--clusters", "2", "--nodes", "2")
+		require.NoError(t, err)
+		assert.Regexp(t, `(?m)^local .*already running`, out, "the healthy hub is kept")
+		assert.Regexp(t, `(?m)^member-1 .*started in`, out, "the member with a dead kube-scheduler is recreated")
+		for _, pid := range member.PIDs {
+			assert.False(t, localcluster.ProcessAlive(pid), "old member pid %d was stopped", pid)
+		}
+		pids = env.Manager.Processes()
+		assert.Len(t, pids, 10)
 	})
 
 	out, err = oamflow(t, home, bin, "local", "down")

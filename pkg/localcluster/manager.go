@@ -263,29 +263,9 @@ func (m *Manager) Up(ctx context.Context, o UpOptions) (*UpResult, error) {
 	defer cancel()
 	start := time.Now()
 
-	// Keep running clusters, clear stale ones.
-	var reuse, create []string
-	for _, name := range names {
-		rec := st.get(name)
-		if rec == nil {
-			create = append(create, name)
-			continue
-		}
-		s := m.inspect(*rec, st.NamePrefix)
-		if s.Running {
-			m.progress.printf(name, "already running (kube-apiserver %s), reusing it", s.Server)
-			reuse = append(reuse, name)
-			continue
-		}
-		m.progress.printf(name, "stale: %s not running; deleting and creating it again", strings.Join(deadComponents(s), ", "))
-		if err := m.deleteCluster(ctx, *rec); err != nil {
-			return nil, fmt.Errorf("cluster %s: clearing stale cluster: %w", name, err)
-		}
-		st.remove(name)
-		if err := st.save(m.layout.statePath()); err != nil {
-			return nil, err
-		}
-		create = append(create, name)
+	reuse, create, err := m.sortOut(ctx, st, names)
+	if err != nil {
+		return nil, err
 	}
 	var extra []string
 	for _, c := range st.Clusters {
@@ -347,6 +327,35 @@ func (m *Manager) Up(ctx context.Context, o UpOptions) (*UpResult, error) {
 		results[i].Nodes = st.get(results[i].Name).Nodes
 	}
 	return &UpResult{Clusters: results, Extra: extra}, nil
+}
+
+// sortOut splits names into clusters to keep (all processes running) and
+// clusters to create (no record, or stale: some process gone, which
+// deleteCluster then clears, removing the record).
+func (m *Manager) sortOut(ctx context.Context, st *state, names []string) (reuse, create []string, err error) {
+	for _, name := range names {
+		rec := st.get(name)
+		if rec == nil {
+			create = append(create, name)
+			continue
+		}
+		s := m.inspect(*rec, st.NamePrefix)
+		if s.Running {
+			m.progress.printf(name, "already running (kube-apiserver %s), reusing it", s.Server)
+			reuse = append(reuse, name)
+			continue
+		}
+		m.progress.printf(name, "stale: %s not running; deleting and creating it again", strings.Join(deadComponents(s), ", "))
+		if err := m.deleteCluster(ctx, *rec); err != nil {
+			return nil, nil, fmt.Errorf("cluster %s: clearing stale cluster: %w", name, err)
+		}
+		st.remove(name)
+		if err := st.save(m.layout.statePath()); err != nil {
+			return nil, nil, err
+		}
+		create = append(create, name)
+	}
+	return reuse, create, nil
 }
 
 // planClusters picks ports for the clusters in names, writes their kwokctl
