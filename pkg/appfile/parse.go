@@ -313,25 +313,71 @@ func kindName(v any) string {
 }
 
 // validationContext is the `context` parameters are checked under: the
-// real values known before rendering, placeholders for the rest.
+// one a default rendering uses (revision 1, the hub, the app's namespace),
+// so that evaluating a component for validation also serves its rendering.
 func (p *parser) validationContext(name string) map[string]any {
-	af := p.af
-	comps := make([]any, 0, len(af.App.Spec.Components))
-	for _, c := range af.App.Spec.Components {
+	return p.af.Context(name, ContextOptions{})
+}
+
+// ContextOptions are the parts of `context` that depend on where and for
+// which revision a component is rendered.
+type ContextOptions struct {
+	// AppRevision is "<app>-v<N>"; empty means "<app>-v1".
+	AppRevision string
+	// Cluster is the target cluster ("" or "local" for the hub).
+	Cluster string
+	// Namespace is the target namespace; empty means the app's.
+	Namespace string
+	// Major, Minor, GitVersion and Platform are the target cluster's
+	// Kubernetes version; zero Major means 1.31 (offline default).
+	Major, Minor         int
+	GitVersion, Platform string
+}
+
+// Context returns the CUE `context` of component name: name, namespace,
+// appName, appRevision, appRevisionNum, revision ("<component>-v<N>"),
+// components ([{name, type}]), appLabels, appAnnotations, cluster,
+// clusterVersion ({major, minor: numbers, gitVersion, platform}),
+// workflowName and publishVersion. Traits add output, outputs and
+// componentType; steps add stepName and stepSessionID.
+func (af *AppFile) Context(name string, o ContextOptions) map[string]any {
+	rev := o.AppRevision
+	if rev == "" {
+		rev = af.Name + "-v1"
+	}
+	revNum := int64(1)
+	if i := strings.LastIndex(rev, "-v"); i >= 0 {
+		if n, err := strconv.ParseInt(rev[i+2:], 10, 64); err == nil {
+			revNum = n
+		}
+	}
+	ns := o.Namespace
+	if ns == "" {
+		ns = af.Namespace
+	}
+	if o.Major == 0 {
+		o.Major, o.Minor, o.GitVersion, o.Platform = 1, 31, "v1.31.0", "linux/amd64"
+	}
+	var specs []common.ApplicationComponent
+	if af.App != nil {
+		specs = af.App.Spec.Components
+	}
+	comps := make([]any, 0, len(specs))
+	for _, c := range specs {
 		comps = append(comps, map[string]any{"name": c.Name, "type": c.Type})
 	}
 	return map[string]any{
 		"name":           name,
-		"namespace":      af.Namespace,
+		"namespace":      ns,
 		"appName":        af.Name,
-		"appRevision":    af.Name + "-v1",
-		"appRevisionNum": int64(1),
-		"revision":       name + "-v1",
+		"appRevision":    rev,
+		"appRevisionNum": revNum,
+		"revision":       fmt.Sprintf("%s-v%d", name, revNum),
 		"components":     comps,
 		"appLabels":      stringMap(af.Labels),
 		"appAnnotations": stringMap(af.Annotations),
-		"cluster":        "",
-		"clusterVersion": map[string]any{"major": int64(1), "minor": int64(31), "gitVersion": "v1.31.0", "platform": "linux/amd64"},
+		"cluster":        o.Cluster,
+		"clusterVersion": map[string]any{"major": int64(o.Major), "minor": int64(o.Minor), "gitVersion": o.GitVersion, "platform": o.Platform},
 		"workflowName":   af.Name,
 		"publishVersion": af.PublishVersion,
 	}

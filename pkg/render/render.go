@@ -108,39 +108,14 @@ func RenderComponent(ctx context.Context, af *appfile.AppFile, component string,
 // components, appLabels, appAnnotations, cluster, clusterVersion,
 // workflowName and publishVersion.
 func Context(af *appfile.AppFile, component string, opts Options) map[string]any {
-	rev := opts.AppRevision
-	if rev == "" {
-		rev = af.Name + "-v1"
-	}
-	revNum := int64(1)
-	if i := strings.LastIndex(rev, "-v"); i >= 0 {
-		if n, err := strconv.ParseInt(rev[i+2:], 10, 64); err == nil {
-			revNum = n
-		}
-	}
 	cv := opts.ClusterVersion
 	if cv == (ClusterVersion{}) {
 		cv = DefaultClusterVersion
 	}
-	comps := make([]any, 0, len(af.Components))
-	for _, c := range af.Components {
-		comps = append(comps, map[string]any{"name": c.Name, "type": c.Type})
-	}
-	return map[string]any{
-		"name":           component,
-		"namespace":      targetNamespace(af, opts),
-		"appName":        af.Name,
-		"appRevision":    rev,
-		"appRevisionNum": revNum,
-		"revision":       fmt.Sprintf("%s-v%d", component, revNum),
-		"components":     comps,
-		"appLabels":      stringMap(af.Labels),
-		"appAnnotations": stringMap(af.Annotations),
-		"cluster":        opts.Cluster,
-		"clusterVersion": map[string]any{"major": int64(cv.Major), "minor": int64(cv.Minor), "gitVersion": cv.GitVersion, "platform": cv.Platform},
-		"workflowName":   af.Name,
-		"publishVersion": af.PublishVersion,
-	}
+	return af.Context(component, appfile.ContextOptions{
+		AppRevision: opts.AppRevision, Cluster: opts.Cluster, Namespace: opts.Namespace,
+		Major: cv.Major, Minor: cv.Minor, GitVersion: cv.GitVersion, Platform: cv.Platform,
+	})
 }
 
 func targetNamespace(af *appfile.AppFile, opts Options) string {
@@ -148,14 +123,6 @@ func targetNamespace(af *appfile.AppFile, opts Options) string {
 		return opts.Namespace
 	}
 	return af.Namespace
-}
-
-func stringMap(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // rendered is the state of one component while its traits apply.
