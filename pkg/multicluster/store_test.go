@@ -112,6 +112,7 @@ func TestUpdateLabels(t *testing.T) {
 // TestDetach: refused while an Application's status or a ResourceTracker
 // mentions the cluster, unless forced.
 func TestDetach(t *testing.T) {
+	newRegistry(t) // skips without an API server
 	ctx := context.Background()
 	appNS := fmt.Sprintf("apps-%d", nsCounter.Add(1))
 	require.NoError(t, hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}))
