@@ -88,7 +88,7 @@ clusters' kubeconfig files.
 
 The defaults fit a benchmark of about 1,000 applications per cluster: 30 fake
 nodes (110 pods each), no client QPS limits, and a /16 Service IP range.`,
-		Args: cobra.NoArgs,
+		Args: localNoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
 				return &UserError{Err: err}
@@ -144,7 +144,7 @@ func newLocalDownCommand(lo *localOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "down",
 		Short: "Stop every local cluster and remove its state, data and logs",
-		Args:  cobra.NoArgs,
+		Args:  localNoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m, err := lo.manager(lo.global.ErrOut, false)
 			if err != nil {
@@ -168,7 +168,7 @@ func newLocalStatusCommand(lo *localOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "List the local clusters, their kubeconfig files, processes and logs",
-		Args:  cobra.NoArgs,
+		Args:  localNoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m, err := lo.manager(lo.global.ErrOut, false)
 			if err != nil {
@@ -234,7 +234,12 @@ func newLocalKubeconfigCommand(lo *localOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "kubeconfig NAME",
 		Short: "Print the kubeconfig file path of a local cluster (\"local\", \"member-1\", …)",
-		Args:  cobra.ExactArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return userErrorf("local kubeconfig takes one cluster name (\"local\", \"member-1\", …), got %d arguments", len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := localcluster.ValidateName(name); err != nil {
@@ -255,4 +260,12 @@ func newLocalKubeconfigCommand(lo *localOptions) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// localNoArgs rejects positional arguments as a user error.
+func localNoArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return userErrorf("%s takes no arguments, got %q", cmd.CommandPath(), args)
+	}
+	return nil
 }

@@ -93,8 +93,20 @@ func TestLocalWithoutBinaries(t *testing.T) {
 		"KubeconfigNoArg": {
 			reason:   "the name is required",
 			args:     []string{"local", "kubeconfig"},
-			wantCode: ExitRuntimeErr,
-			wantErr:  []string{"accepts 1 arg"},
+			wantCode: ExitUserError,
+			wantErr:  []string{"one cluster name"},
+		},
+		"UpWithArgs": {
+			reason:   "up takes flags only",
+			args:     []string{"local", "up", "member-1"},
+			wantCode: ExitUserError,
+			wantErr:  []string{"takes no arguments"},
+		},
+		"BadFlag": {
+			reason:   "an unknown flag is a user error",
+			args:     []string{"local", "up", "--clusterz", "2"},
+			wantCode: ExitUserError,
+			wantErr:  []string{"clusterz"},
 		},
 	}
 	for name, tc := range cases {
