@@ -28,7 +28,10 @@ import (
 	"github.com/oamflow/oamflow/definitions"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/controller"
+	"github.com/oamflow/oamflow/pkg/health"
+	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/revision"
 	"github.com/oamflow/oamflow/pkg/workflow"
 )
@@ -50,6 +53,10 @@ type Options struct {
 	MaxStepRetries         int
 	DefaultStepTimeout     time.Duration
 	UnhealthyRequeuePeriod time.Duration
+	// ChartRoot is the folder of bundled Helm charts ("" disables them).
+	ChartRoot string
+	// ChartCacheBytes bounds the in-memory chart cache.
+	ChartCacheBytes int64
 }
 
 // bindFlags registers the flags on fs with their defaults.
@@ -68,6 +75,8 @@ func bindFlags(fs *flag.FlagSet, o *Options) {
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the system namespace)")
 	fs.IntVar(&o.MaxStepRetries, "max-step-retries", workflow.DefaultMaxStepRetries, "times a failing workflow step is retried before the workflow fails")
 	fs.DurationVar(&o.DefaultStepTimeout, "default-step-timeout", workflow.DefaultStepTimeout, "timeout of workflow steps that set none (suspend steps and step groups excepted; 0 disables it)")
+	fs.StringVar(&o.ChartRoot, "chart-root", "", "folder of Helm charts bundled with the controller, used by helm components whose chart.source is a relative path (empty: disabled)")
+	fs.Int64Var(&o.ChartCacheBytes, "chart-cache-bytes", 256<<20, "bytes of fetched Helm chart archives kept in memory, keyed by digest")
 	fs.DurationVar(&o.UnhealthyRequeuePeriod, "unhealthy-requeue-period", 10*time.Second, "how soon an unhealthy Application is checked again")
 }
 
@@ -207,6 +216,17 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("building the cluster registry: %w", err)
 	}
+	// Helm components: one action factory per target cluster (the test
+	// seam), charts fetched with size guards and cached by digest.
+	fetchOpts := []helm.FetcherOption{helm.WithCache(helm.NewCache(o.ChartCacheBytes))}
+	if o.ChartRoot != "" {
+		fetchOpts = append(fetchOpts, helm.WithChartRoot(o.ChartRoot))
+	}
+	helmConfigs := helm.RESTConfigsFn(func(ctx context.Context, cluster string) (*rest.Config, error) {
+		_, c, err := clusters.Clients(ctx, cluster)
+		return c, err
+	})
+	helmClient := helm.NewClient(helm.NewFactory(helmConfigs), helm.NewFetcher(direct, fetchOpts...), direct)
 	r := controller.New(mgr.GetClient(), direct, mgr.GetEventRecorderFor("oamflow-controller"), engine, o.SystemNamespace, builtins,
 		controller.Options{
 			RevisionLimit:    o.RevisionLimit,
@@ -215,7 +235,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			Concurrency:      o.Concurrency,
 		},
 		controller.WithClusterClients(clusters),
-		controller.WithClusterResolver(clusters))
+		controller.WithClusterResolver(clusters),
+		controller.WithHelm(resourcekeeper.NewHelmReleases(helmClient), health.NewHelmReleases(helmClient)))
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("registering the Application controller: %w", err)
 	}

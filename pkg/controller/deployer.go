@@ -112,7 +112,8 @@ func (d *appDeployer) Health(ctx context.Context, req workflow.ComponentRequest,
 // else kstatus on every live object; traits likewise, a component being
 // healthy only when its traits are.
 type defaultHealth struct {
-	clients multicluster.ClusterClients
+	clients  multicluster.ClusterClients
+	releases health.ReleaseChecker // nil: Helm components are unhealthy (not configured)
 }
 
 func evalStatus(ctx context.Context, st *common.Status, parameter map[string]any, liveOutput map[string]any,
@@ -138,11 +139,12 @@ func (h defaultHealth) ComponentHealth(ctx context.Context, af *appfile.AppFile,
 	var output *health.Object
 	outputs := map[string]health.Object{}
 	traitOutputs := map[string]map[string]health.Object{}
+	fetcher := health.Fetcher{Releases: h.releases, Cluster: req.Cluster, AppNamespace: af.Namespace}
 	for _, r := range res {
 		if r.Reference {
 			continue
 		}
-		o, err := health.Fetch(ctx, c, r.Object)
+		o, err := fetcher.Fetch(ctx, c, r.Object)
 		if err != nil {
 			return out, err
 		}

@@ -35,6 +35,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/cuex"
+	"github.com/oamflow/oamflow/pkg/health"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
@@ -85,6 +86,14 @@ func WithClusterClients(c multicluster.ClusterClients) Option {
 	return func(r *Reconciler) { r.clients = c }
 }
 
+// WithHelm makes helm/helmchart components work: releases installs,
+// upgrades and uninstalls the Helm releases behind rendered HelmRelease
+// objects, and checker reports their health (default: such components fail
+// with resourcekeeper.ErrNoReleaseHandler and are unhealthy).
+func WithHelm(releases resourcekeeper.ReleaseHandler, checker health.ReleaseChecker) Option {
+	return func(r *Reconciler) { r.releases, r.releaseHealth = releases, checker }
+}
+
 // WithClusterResolver sets how topology policies' clusterLabelSelector is
 // resolved (default: it cannot be, and such deploy steps fail).
 func WithClusterResolver(cr render.ClusterResolver) Option {
@@ -104,10 +113,13 @@ type Reconciler struct {
 	sources  SourceFactory
 	renderer Renderer
 	keepers  KeeperFactory
-	health   HealthChecker
-	clients  multicluster.ClusterClients
-	resolver render.ClusterResolver
-	engines  chan *cuex.Engine
+	// releases and releaseHealth serve Helm components (WithHelm).
+	releases      resourcekeeper.ReleaseHandler
+	releaseHealth health.ReleaseChecker
+	health        HealthChecker
+	clients       multicluster.ClusterClients
+	resolver      render.ClusterResolver
+	engines       chan *cuex.Engine
 }
 
 // New returns a Reconciler. c reads Applications (a cached client is
@@ -145,13 +157,13 @@ func New(c, direct client.Client, recorder record.EventRecorder, wf WorkflowRunn
 		o(r)
 	}
 	if r.keepers == nil {
-		clients := r.clients
+		clients, releases := r.clients, r.releases
 		r.keepers = KeeperFactoryFn(func(app *v1beta1.Application, n int64, p resourcekeeper.Policies) (Keeper, error) {
-			return resourcekeeper.New(app, n, resourcekeeper.Options{Clients: clients, Policies: p})
+			return resourcekeeper.New(app, n, resourcekeeper.Options{Clients: clients, Policies: p, Releases: releases})
 		})
 	}
 	if r.health == nil {
-		r.health = defaultHealth{clients: r.clients}
+		r.health = defaultHealth{clients: r.clients, releases: r.releaseHealth}
 	}
 	r.engines = make(chan *cuex.Engine, opts.Concurrency)
 	for i := 0; i < opts.Concurrency; i++ {
