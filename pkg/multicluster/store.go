@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -207,9 +206,7 @@ func (r *Registry) Usage(ctx context.Context, cluster string) ([]string, error) 
 	if err != nil {
 		return nil, fmt.Errorf("finding ResourceTrackers of cluster %q: %w", cluster, err)
 	}
-	out := sortedKeys(users)
-	sort.Strings(out)
-	return out, nil
+	return sortedKeys(users), nil
 }
 
 // appUses reports whether app's status places anything in cluster.
