@@ -212,7 +212,15 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	// Member clusters are Secrets in the system namespace; the registry gives
 	// a cached client per cluster and resolves topology label selectors.
-	clusters, err := multicluster.NewRegistry(direct, cfg, multicluster.WithSystemNamespace(o.SystemNamespace))
+	secrets, err := multicluster.NewSecretCache(cfg, scheme, o.SystemNamespace)
+	if err != nil {
+		return fmt.Errorf("building the cluster Secret cache: %w", err)
+	}
+	if err := mgr.Add(secrets); err != nil {
+		return fmt.Errorf("starting the cluster Secret cache: %w", err)
+	}
+	clusters, err := multicluster.NewRegistry(direct, cfg, multicluster.WithSystemNamespace(o.SystemNamespace),
+		multicluster.WithSecretReader(secrets))
 	if err != nil {
 		return fmt.Errorf("building the cluster registry: %w", err)
 	}
