@@ -19,6 +19,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/health"
+	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 )
 
@@ -84,7 +85,7 @@ func (o *statusOptions) run(ctx context.Context, name string, out io.Writer) err
 		refs := collectResources(app, trackers)
 		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		rep.Resources, rep.Unreachable = readResources(rctx, o.global.clusterClients(c), refs)
+		rep.Resources, rep.Unreachable = readResources(rctx, o.global.clusterClients(c), refs, app.Status.Services)
 		rep.TrackerNote = note
 		if rep.Resources == nil {
 			rep.Resources = []liveResource{}
@@ -264,13 +265,21 @@ func sortResources(rs []liveResource) {
 // client cannot be had is listed in unreachable with the reason, and its
 // resources get State Unreachable. Resources whose component was unknown
 // take it from the object's app.oam.dev/component label.
-func readResources(ctx context.Context, clients multicluster.ClusterClients, refs []liveResource) ([]liveResource, map[string]string) {
+//
+// A Helm release (virtual kind HelmRelease) is no object to read: its state
+// is the controller's verdict in services[] for that component and cluster.
+func readResources(ctx context.Context, clients multicluster.ClusterClients, refs []liveResource, services []common.ApplicationComponentStatus) ([]liveResource, map[string]string) {
 	out := make([]liveResource, len(refs))
 	copy(out, refs)
 	unreachable := map[string]string{}
 	cache := map[string]client.Client{}
 	for i := range out {
 		r := &out[i]
+		if r.APIVersion == helm.APIVersion && r.Kind == helm.Kind {
+			r.State, r.Message = releaseState(r, services)
+			r.Healthy = r.State == stateHealthyRelease
+			continue
+		}
 		c, ok := cache[r.Cluster]
 		if !ok {
 			if _, bad := unreachable[r.Cluster]; !bad {
@@ -311,6 +320,25 @@ func readResources(ctx context.Context, clients multicluster.ClusterClients, ref
 		unreachable = nil
 	}
 	return out, unreachable
+}
+
+// stateHealthyRelease is the State of a Helm release services[] calls healthy.
+const stateHealthyRelease = "Healthy"
+
+// releaseState reads a Helm release's health from the services[] entry of
+// its component and cluster ("" and "local" both name the hub).
+func releaseState(r *liveResource, services []common.ApplicationComponentStatus) (string, string) {
+	for _, s := range services {
+		if s.Name != r.Component || multicluster.IsLocal(s.Cluster) != multicluster.IsLocal(r.Cluster) ||
+			(!multicluster.IsLocal(r.Cluster) && s.Cluster != r.Cluster) {
+			continue
+		}
+		if s.Healthy {
+			return stateHealthyRelease, s.Message
+		}
+		return "Unhealthy", s.Message
+	}
+	return "Unknown", "no health reported for this release yet"
 }
 
 // messageWidth is how much of a message a table shows without --detail.
