@@ -86,6 +86,8 @@ test-unit: k8s-binaries ## Unit and envtest tests (go test ./...).
 .PHONY: e2e
 e2e: k8s-binaries build ## End-to-end tests against local clusters started from bin/k8s.
 	$(GO) test -tags e2e $(E2E_FLAGS) ./e2e/...
+	# e2e tests living beside their package: Helm install + wait on a kwok cluster.
+	$(GO) test -tags e2e $(E2E_FLAGS) -run '^TestE2E' ./pkg/helm/
 
 .PHONY: bench
 bench: ## Go benchmarks (render, health, state-keep); harnesses live under hack/bench.
