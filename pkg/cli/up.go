@@ -21,6 +21,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/definitions"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/cuex"
 	"github.com/oamflow/oamflow/pkg/definition"
@@ -40,6 +41,7 @@ type upOptions struct {
 	timeout        time.Duration
 	publishVersion string
 	pollInterval   time.Duration
+	validate       bool
 }
 
 func newUpCommand(g *GlobalOptions) *cobra.Command {
@@ -83,6 +85,7 @@ terminated, the wait timed out, the cluster is unreachable.`,
 	f.StringVar(&o.publishVersion, "publish-version", "", "set the app.oam.dev/publishVersion annotation on every Application")
 	f.DurationVar(&o.pollInterval, "poll-interval", defaultPollInterval, "with --wait, how often to read the Application")
 	_ = f.MarkHidden("poll-interval")
+	f.BoolVar(&o.validate, "validate", true, "check every Application against the cluster's definitions (and those in the files) before applying anything")
 	return cmd
 }
 
@@ -138,6 +141,11 @@ func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) err
 	if err != nil {
 		return err
 	}
+	if o.validate {
+		if err := validateApps(ctx, c, in.apps, defs); err != nil {
+			return err
+		}
+	}
 	for _, d := range defs {
 		dns := d.Object.GetNamespace()
 		if dns == "" {
@@ -185,6 +193,32 @@ func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) err
 			rev = " (revision " + app.Status.LatestRevision.Name + ")"
 		}
 		fmt.Fprintf(out, "Application %s/%s is running%s after %s\n", app.Namespace, app.Name, rev, humanSpan(took))
+	}
+	return nil
+}
+
+// validateApps parses every Application against the definitions in the
+// files, then the cluster's (app namespace, oamflow-system, vela-system),
+// then the built-ins — as the controller will — so that an invalid
+// Application is refused with all its field-path errors before anything is
+// written (exit 1). Problems that are not about the input (the cluster
+// cannot be read) are left for the controller to report.
+func validateApps(ctx context.Context, c client.Client, apps []*v1beta1.Application, defs []*appfile.Definition) error {
+	builtins, err := appfile.NewFSSource(definitions.FS, ".")
+	if err != nil {
+		return err
+	}
+	inline := make(objectSource, 0, len(defs))
+	for _, d := range defs {
+		inline = append(inline, d.Object)
+	}
+	for _, app := range apps {
+		src := appfile.Chain(inline, appfile.NewClusterSource(c, app.Namespace, ""), builtins)
+		if _, err := appfile.Parse(ctx, app, src); err != nil {
+			if ue := asUserError(err); ue != err {
+				return ue
+			}
+		}
 	}
 	return nil
 }

@@ -108,6 +108,7 @@ func TestCommandsAgainstAPIServer(t *testing.T) {
 	e := &cliEnv{env: env, c: env.Client, kubeconfig: writeKubeconfig(t, env.Config)}
 	t.Run("up", func(t *testing.T) { testUp(t, e) })
 	t.Run("up --wait", func(t *testing.T) { testUpWait(t, e) })
+	t.Run("up refuses an invalid Application", func(t *testing.T) { testUpInvalid(t, e) })
 	t.Run("ls", func(t *testing.T) { testLs(t, e) })
 	t.Run("delete", func(t *testing.T) { testDelete(t, e) })
 	t.Run("revision", func(t *testing.T) { testRevision(t, e) })
@@ -392,4 +393,43 @@ func testUpWait(t *testing.T, e *cliEnv) {
 		assert.Contains(t, r.out, "Application default/ok configured")
 		assert.Contains(t, r.out, "is running (revision ok-v2)")
 	})
+}
+
+// testUpInvalid: an Application with a misspelt property, a wrongly typed
+// trait property and an unknown component type is refused with every
+// field-path error, exit 1, and nothing is created (newcomer report: it used
+// to be stored, then fail in the controller).
+func testUpInvalid(t *testing.T, e *cliEnv) {
+	file := writeFile(t, t.TempDir(), "bad.yaml", `apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: typo
+spec:
+  components:
+    - name: web
+      type: webservice
+      properties: {imag: "nginx"}
+      traits:
+        - type: scaler
+          properties: {replicas: "three"}
+    - name: other
+      type: webservise
+`)
+	r := e.run("", "up", "-f", file)
+	require.Equal(t, ExitUserError, r.code, r.err)
+	for _, want := range []string{
+		"spec.components[0].properties.imag",
+		"spec.components[0].properties.image",
+		"spec.components[0].traits[0].properties.replicas",
+		`spec.components[1].type: unknown component type "webservise"`,
+	} {
+		assert.Contains(t, r.err.Error(), want)
+	}
+	err := e.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "typo"}, &v1beta1.Application{})
+	assert.True(t, apierrors.IsNotFound(err), "nothing is created: %v", err)
+
+	// --validate=false leaves the judgement to the controller.
+	r = e.run("", "up", "-f", file, "--validate=false")
+	require.Equal(t, ExitOK, r.code, r.err)
+	require.NoError(t, e.c.Delete(context.Background(), e.getApp(t, "default", "typo")))
 }
