@@ -13,15 +13,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 )
 
@@ -57,20 +53,9 @@ as "local" and is never stored.`,
 
 // registry connects to the hub and returns the cluster registry.
 func (co *clusterOptions) registry() (*multicluster.Registry, error) {
-	cfg, err := co.global.RESTConfig()
+	c, cfg, err := co.global.kubeClient()
 	if err != nil {
 		return nil, &UserError{Err: err}
-	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := v1beta1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the hub %s: %w", cfg.Host, err)
 	}
 	return multicluster.NewRegistry(c, cfg, multicluster.WithSystemNamespace(co.systemNamespace))
 }

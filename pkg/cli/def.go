@@ -14,10 +14,8 @@ import (
 
 	"cuelang.org/go/cue"
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,37 +27,12 @@ import (
 	"github.com/oamflow/oamflow/pkg/render"
 )
 
-// definitionClient builds a client that knows the core.oam.dev types.
-func (o *GlobalOptions) definitionClient() (client.Client, error) {
-	cfg, err := o.RESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	scheme := runtime.NewScheme()
-	if err := v1beta1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the cluster: %w", err)
-	}
-	return c, nil
-}
-
 // clusterResolver resolves topology clusterLabelSelectors against the
 // clusters registered in the hub (cluster Secrets in oamflow-system).
 func (o *GlobalOptions) clusterResolver() (render.ClusterResolver, error) {
-	cfg, err := o.RESTConfig()
+	c, cfg, err := o.kubeClient()
 	if err != nil {
 		return nil, err
-	}
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the cluster: %w", err)
 	}
 	reg, err := multicluster.NewRegistry(c, cfg)
 	if err != nil {
@@ -409,7 +382,7 @@ is vetted first; nothing is applied if one is invalid.`,
 				}
 				return nil
 			}
-			c, err := g.definitionClient()
+			c, err := g.appClient()
 			if err != nil {
 				return err
 			}
@@ -504,7 +477,7 @@ namespaces visible to every app), or in every namespace with -A.`,
 				}
 				kinds = []appfile.DefinitionKind{k}
 			}
-			c, err := g.definitionClient()
+			c, err := g.appClient()
 			if err != nil {
 				return err
 			}
@@ -606,7 +579,7 @@ func newDefGetCommand(g *GlobalOptions) *cobra.Command {
 				}
 				kinds = []appfile.DefinitionKind{k}
 			}
-			c, err := g.definitionClient()
+			c, err := g.appClient()
 			if err != nil {
 				return err
 			}

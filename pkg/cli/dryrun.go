@@ -190,7 +190,7 @@ func (o *dryRunOptions) clusterSource(in *dryRunInputs) (appfile.DefinitionSourc
 	if o.global == nil {
 		return nil, errors.New("no cluster options")
 	}
-	c, err := o.global.definitionClient()
+	c, err := o.global.appClient()
 	if err != nil {
 		return nil, fmt.Errorf("%w (or pass --offline)", err)
 	}

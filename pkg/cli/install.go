@@ -12,13 +12,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	chart "github.com/oamflow/oamflow/charts/oamflow"
 	"github.com/oamflow/oamflow/definitions"
 	"github.com/oamflow/oamflow/pkg/appfile"
@@ -54,19 +51,9 @@ func (o *installOptions) run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	cfg, err := o.g.RESTConfig()
+	c, _, err := o.g.kubeClient(apiextensionsv1.AddToScheme)
 	if err != nil {
 		return err
-	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1beta1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return fmt.Errorf("connecting to the cluster: %w", err)
 	}
 	out := o.g.Out
 	names, err := installCRDs(ctx, c)

@@ -3,8 +3,13 @@ package cli
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 )
 
 // clientConfig resolves --kubeconfig/--context/--namespace the way kubectl
@@ -27,6 +32,34 @@ func (o *GlobalOptions) RESTConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("loading kubeconfig (set --kubeconfig/--context or $KUBECONFIG; `oamflow local up` starts a local cluster): %w", err)
 	}
 	return cfg, nil
+}
+
+// kubeClient returns an uncached client of the selected cluster and its REST
+// config. Its scheme holds the client-go types, core.oam.dev/v1beta1 and any
+// extra adders (e.g. apiextensions for CRDs); objects of other kinds are read
+// as unstructured.
+func (o *GlobalOptions) kubeClient(extra ...func(*runtime.Scheme) error) (client.Client, *rest.Config, error) {
+	cfg, err := o.RESTConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1beta1.AddToScheme}, extra...) {
+		if err := add(scheme); err != nil {
+			return nil, nil, err
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to the cluster %s: %w", cfg.Host, err)
+	}
+	return c, cfg, nil
+}
+
+// appClient returns kubeClient's client.
+func (o *GlobalOptions) appClient() (client.Client, error) {
+	c, _, err := o.kubeClient()
+	return c, err
 }
 
 // ResolvedNamespace returns --namespace, else the context's namespace, else "default".

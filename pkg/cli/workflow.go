@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,23 +39,6 @@ last revision whose workflow succeeded; it deploys as a new revision.`,
 		newWorkflowRollbackCommand(g),
 	)
 	return cmd
-}
-
-// appClient builds a client that knows Applications and their revisions.
-func (o *GlobalOptions) appClient() (client.Client, error) {
-	cfg, err := o.RESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	scheme := runtime.NewScheme()
-	if err := v1beta1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the cluster: %w", err)
-	}
-	return c, nil
 }
 
 // getApp reads Application name; a missing one is the user's error.
