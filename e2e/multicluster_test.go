@@ -3,10 +3,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,21 +19,8 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/e2e/framework"
-	"github.com/oamflow/oamflow/pkg/cli"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 )
-
-// clusterCLI runs `oamflow` in-process against the hub kubeconfig and
-// returns stdout and the error.
-func clusterCLI(t *testing.T, hubKubeconfig string, args ...string) (string, error) {
-	t.Helper()
-	var out bytes.Buffer
-	root := cli.NewRootCommand(&out, framework.LogWriter(t))
-	root.SetArgs(append(args, "--kubeconfig", hubKubeconfig))
-	err := root.Execute()
-	t.Logf("$ oamflow %s\n%s", strings.Join(args, " "), out.String())
-	return out.String(), err
-}
 
 // TestMultiClusterRegistry is the acceptance test of the cluster registry
 // on three local clusters: two members joined with region labels through
@@ -47,13 +32,13 @@ func TestMultiClusterRegistry(t *testing.T) {
 	members := map[string]string{"member-1": "east", "member-2": "west"}
 
 	for name, region := range members {
-		out, err := clusterCLI(t, hub.Kubeconfig, "cluster", "join", env.Cluster(t, name).Kubeconfig, "--name", name, "--labels", "region="+region)
+		out, err := framework.Oamflow(t, hub.Kubeconfig, "cluster", "join", env.Cluster(t, name).Kubeconfig, "--name", name, "--labels", "region="+region)
 		require.NoError(t, err)
 		assert.Contains(t, out, "Kubernetes v1.34.2")
 	}
 
 	t.Run("ListShowsMembersReachable", func(t *testing.T) {
-		out, err := clusterCLI(t, hub.Kubeconfig, "cluster", "list", "-o", "json")
+		out, err := framework.Oamflow(t, hub.Kubeconfig, "cluster", "list", "-o", "json")
 		require.NoError(t, err)
 		var rows []struct {
 			Name      string            `json:"name"`
@@ -75,7 +60,7 @@ func TestMultiClusterRegistry(t *testing.T) {
 			assert.Equal(t, "v1.34.2", row.Version)
 		}
 
-		table, err := clusterCLI(t, hub.Kubeconfig, "cluster", "list")
+		table, err := framework.Oamflow(t, hub.Kubeconfig, "cluster", "list")
 		require.NoError(t, err)
 		assert.Contains(t, table, "region=east")
 		assert.Contains(t, table, "region=west")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/manager"
 	"github.com/oamflow/oamflow/pkg/testing/envtest"
 )
 
@@ -23,10 +24,10 @@ func TestFlags(t *testing.T) {
 	cases := []struct {
 		reason string
 		args   []string
-		check  func(t *testing.T, o Options)
+		check  func(t *testing.T, o manager.Options)
 		err    string
 	}{
-		{"defaults", nil, func(t *testing.T, o Options) {
+		{"defaults", nil, func(t *testing.T, o manager.Options) {
 			assert.Equal(t, 4, o.Concurrency)
 			assert.Equal(t, 5*time.Minute, o.ResyncPeriod)
 			assert.Equal(t, 10, o.RevisionLimit)
@@ -37,7 +38,7 @@ func TestFlags(t *testing.T) {
 			assert.Equal(t, 10, o.MaxStepRetries)
 			assert.Equal(t, 10*time.Minute, o.DefaultStepTimeout)
 		}, ""},
-		{"overrides", []string{"--concurrent-reconciles=8", "--default-step-timeout=0", "--leader-elect"}, func(t *testing.T, o Options) {
+		{"overrides", []string{"--concurrent-reconciles=8", "--default-step-timeout=0", "--leader-elect"}, func(t *testing.T, o manager.Options) {
 			assert.Equal(t, 8, o.Concurrency)
 			assert.Zero(t, o.DefaultStepTimeout)
 			assert.True(t, o.LeaderElect)
@@ -48,11 +49,11 @@ func TestFlags(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
-			o := Options{}
+			o := manager.Options{}
 			fs := flag.NewFlagSet("test", flag.ContinueOnError)
 			bindFlags(fs, &o)
 			require.NoError(t, fs.Parse(tc.args))
-			err := o.validate()
+			err := o.Validate()
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.err)
@@ -70,19 +71,19 @@ func TestManagerDeploysAnApplication(t *testing.T) {
 	if os.Getenv(envtest.SkipEnv) == "1" {
 		t.Skip()
 	}
-	scheme, err := Scheme()
+	scheme, err := manager.Scheme()
 	require.NoError(t, err)
 	env := envtest.New(t, envtest.WithCRDs("charts/oamflow/crds"), envtest.WithScheme(scheme))
 	c := env.Client
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	o := Options{}
+	o := manager.Options{}
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	bindFlags(fs, &o)
 	require.NoError(t, fs.Parse([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--concurrent-reconciles=2"}))
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, env.Config, o) }()
+	go func() { done <- manager.Run(ctx, env.Config, o) }()
 
 	app := &v1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"}}
 	require.NoError(t, yaml.Unmarshal([]byte(`
