@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/pkg/appfile"
@@ -66,8 +67,27 @@ func (d *appDeployer) PlanDeploy(ctx context.Context, policies []string) ([]work
 	return out, nil
 }
 
-func (d *appDeployer) options(req workflow.ComponentRequest) render.Options {
-	return render.Options{AppRevision: d.revision, Cluster: req.Cluster, Namespace: req.Namespace}
+// clusterVersions reads the Kubernetes version of a target cluster
+// (multicluster.Registry implements it next to render.ClusterResolver).
+type clusterVersions interface {
+	ClusterVersion(ctx context.Context, cluster string) (render.ClusterVersion, error)
+}
+
+// options are the render options of req. context.clusterVersion is the
+// target cluster's version when the resolver can read it; when the
+// cluster cannot be asked (unreachable) the render default stands, and
+// applying there fails anyway.
+func (d *appDeployer) options(ctx context.Context, req workflow.ComponentRequest) render.Options {
+	o := render.Options{AppRevision: d.revision, Cluster: req.Cluster, Namespace: req.Namespace}
+	if v, ok := d.resolver.(clusterVersions); ok {
+		cv, err := v.ClusterVersion(ctx, req.Cluster)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("cluster version unknown; rendering with the default", "cluster", req.Cluster, "reason", err.Error())
+		} else {
+			o.ClusterVersion = cv
+		}
+	}
+	return o
 }
 
 // withProperties returns af with component name's properties replaced
@@ -90,7 +110,7 @@ func withProperties(af *appfile.AppFile, name string, props map[string]any) *app
 }
 
 func (d *appDeployer) Render(ctx context.Context, req workflow.ComponentRequest) ([]render.Resource, error) {
-	return d.renderer.RenderComponent(ctx, withProperties(d.af, req.Name, req.Properties), req.Name, d.options(req))
+	return d.renderer.RenderComponent(ctx, withProperties(d.af, req.Name, req.Properties), req.Name, d.options(ctx, req))
 }
 
 func (d *appDeployer) Apply(ctx context.Context, cluster string, objs []*unstructured.Unstructured) error {
@@ -104,7 +124,7 @@ func (d *appDeployer) Apply(ctx context.Context, cluster string, objs []*unstruc
 }
 
 func (d *appDeployer) Health(ctx context.Context, req workflow.ComponentRequest, res []render.Resource) (workflow.ComponentHealth, error) {
-	return d.health.ComponentHealth(ctx, withProperties(d.af, req.Name, req.Properties), req, d.options(req), res)
+	return d.health.ComponentHealth(ctx, withProperties(d.af, req.Name, req.Properties), req, d.options(ctx, req), res)
 }
 
 // defaultHealth judges components with package health: the definition's
