@@ -18,6 +18,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/multicluster"
 )
 
 // action is what one object needs.
@@ -40,7 +41,8 @@ type plan struct {
 }
 
 // Apply writes objs to cluster ("" or "local" = hub) for the Keeper's
-// revision. objs are rendered objects stamped with the app.oam.dev labels;
+// revision. objs are rendered objects stamped with the app.oam.dev labels
+// (Apply adds app.oam.dev/cluster=<cluster> for a member cluster);
 // they are not modified. In order:
 //
 //  1. every object is read from the cluster and checked: read-only objects
@@ -130,6 +132,10 @@ func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj 
 	}
 	labels[v1beta1.LabelAppName] = k.appName
 	labels[v1beta1.LabelAppNamespace] = k.appNamespace
+	if !multicluster.IsLocal(cluster) {
+		// Objects in a member say which cluster they were delivered to.
+		labels[v1beta1.LabelAppCluster] = cluster
+	}
 	d.SetLabels(labels)
 	namespaced, err := c.IsObjectNamespaced(d)
 	if err != nil {
