@@ -13,7 +13,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/revision"
-	"github.com/oamflow/oamflow/pkg/workflow"
+	"github.com/oamflow/oamflow/pkg/workflowops"
 )
 
 func newWorkflowCommand(g *GlobalOptions) *cobra.Command {
@@ -30,11 +30,11 @@ last revision whose workflow succeeded; it deploys as a new revision.`,
 	}
 	cmd.AddCommand(
 		workflowOp(g, "suspend", "Pause the workflow: no further step starts until resume",
-			"workflow suspended", workflow.Suspend),
+			"workflow suspended", workflowops.Suspend),
 		workflowOp(g, "resume", "Continue a suspended workflow (also releases suspend steps)",
-			"workflow resumed", workflow.Resume),
+			"workflow resumed", workflowops.Resume),
 		workflowOp(g, "terminate", "Stop the workflow for good (restart runs it again)",
-			"workflow terminated", workflow.Terminate),
+			"workflow terminated", workflowops.Terminate),
 		newWorkflowRestartCommand(g),
 		newWorkflowRollbackCommand(g),
 	)
@@ -58,11 +58,11 @@ func getApp(ctx context.Context, c client.Client, ns, name string) (*v1beta1.App
 func operationError(app *v1beta1.Application, err error) error {
 	id := app.Namespace + "/" + app.Name
 	switch {
-	case errors.Is(err, workflow.ErrNotRunning):
+	case errors.Is(err, workflowops.ErrNotRunning):
 		return userErrorf("Application %s: %v (phase %s); `oamflow workflow restart %s` runs it again", id, err, app.Status.Phase, app.Name)
-	case errors.Is(err, workflow.ErrNotSuspended):
+	case errors.Is(err, workflowops.ErrNotSuspended):
 		return userErrorf("Application %s: %v (phase %s)", id, err, app.Status.Phase)
-	case errors.Is(err, workflow.ErrUnknownStep):
+	case errors.Is(err, workflowops.ErrUnknownStep):
 		return userErrorf("Application %s: %v; the steps are those of spec.workflow.steps (or, without steps, one per component)", id, err)
 	}
 	return err
@@ -136,7 +136,7 @@ func newWorkflowRestartCommand(g *GlobalOptions) *cobra.Command {
 			ctx, ns, name := cmd.Context(), g.ResolvedNamespace(), args[0]
 			if step != "" {
 				_, err := updateWorkflowStatus(ctx, c, ns, name, func(app *v1beta1.Application) error {
-					return workflow.RestartFrom(app.Status.Workflow, workflow.GraphOf(app), step)
+					return workflowops.RestartFrom(app.Status.Workflow, workflowops.GraphOf(app), step)
 				})
 				if err != nil {
 					return err
