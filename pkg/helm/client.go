@@ -269,7 +269,8 @@ func (c *Client) upgrade(ctx context.Context, cfg *action.Configuration, req Req
 //   - deployed with the desired digest: nothing (ActionUnchanged, no new
 //     Helm revision);
 //   - deployed with another digest, failed (including a failed first
-//     install) or superseded: upgrade;
+//     install) or superseded: upgrade; a successful upgrade of a failed
+//     release sets Result.Recovery;
 //   - pending-* younger than the grace period: ActionPending with
 //     ErrOperationInProgress; older: recovered first (see recoverPending),
 //     with Result.Recovery saying what was done.
@@ -316,10 +317,14 @@ func (c *Client) Ensure(ctx context.Context, req Request) (Result, error) {
 	case cur.Info.Status == release.StatusDeployed && cur.Labels[LabelDigest] == d.digest:
 		res = Result{Action: ActionUnchanged, Release: infoOf(cur)}
 	default:
-		if cur.Info.Status == release.StatusFailed && recovery == "" {
+		failed := cur.Info.Status == release.StatusFailed && recovery == ""
+		if failed {
 			ctrl.LoggerFrom(ctx).Info("upgrading failed helm release", "release", cur.Name, "namespace", cur.Namespace, "revision", cur.Version)
 		}
 		res, err = c.upgrade(ctx, cfg, req, d)
+		if failed && err == nil {
+			recovery = fmt.Sprintf("release %s/%s revision %d had failed: upgraded to revision %d", cur.Namespace, cur.Name, cur.Version, res.Release.Revision)
+		}
 	}
 	res.Recovery = recovery
 	return res, err

@@ -232,13 +232,15 @@ func TestEnsureAfterFailedInstall(t *testing.T) {
 		wantStored          release.Status // status stored after the failure; "" = nothing stored
 		wantAction          Action
 		wantRevisionOnFixed int
+		wantRecovery        string // Result.Recovery of the fix ("" = none)
 	}{
 		{reason: "a required value is missing: rendering fails, nothing is stored, the fix installs",
 			name: "req", chart: "required", good: map[string]any{"db": map[string]any{"host": "db"}},
 			wantErr: "db.host is required", wantAction: ActionInstalled, wantRevisionOnFixed: 1},
 		{reason: "the API server rejects an object: the release is stored failed, the fix upgrades it",
 			name: "bad-port", chart: "simple", bad: map[string]any{"service": map[string]any{"port": 0}}, good: map[string]any{},
-			wantErr: "port", wantStored: release.StatusFailed, wantAction: ActionUpgraded, wantRevisionOnFixed: 2},
+			wantErr: "port", wantStored: release.StatusFailed, wantAction: ActionUpgraded, wantRevisionOnFixed: 2,
+			wantRecovery: "release " + ns + "/bad-port revision 1 had failed: upgraded to revision 2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -267,6 +269,7 @@ func TestEnsureAfterFailedInstall(t *testing.T) {
 			assert.Equal(t, tc.wantAction, res.Action)
 			assert.Equal(t, tc.wantRevisionOnFixed, res.Release.Revision)
 			assert.Equal(t, "deployed", res.Release.Status)
+			assert.Equal(t, tc.wantRecovery, res.Recovery, "a repaired failed release is reported (worth an Event)")
 		})
 	}
 }

@@ -94,3 +94,46 @@ func TestFetchOCI(t *testing.T) {
 		})
 	}
 }
+
+// TestFetchOCILoopbackWithoutPlainHTTPOption: Helm's pulls speak plain
+// HTTP to a registry on the loopback address whatever the options
+// (containerd's resolver), so tag listing must too: a version constraint
+// or "latest" used to fail with an HTTPS error where an exact version
+// worked.
+func TestFetchOCILoopbackWithoutPlainHTTPOption(t *testing.T) {
+	reg := newOCIRegistry(t, "", "")
+	src := reg.push(t, packageChart(t, "simple", "0.1.0"), nil)
+	reg.push(t, packageChart(t, "simple", "0.2.0"), nil)
+	f := NewFetcher(nil)
+	for _, tc := range []struct {
+		reason, version, want string
+	}{
+		{reason: "an exact tag", version: "0.1.0", want: "0.1.0"},
+		{reason: "no version lists the tags", version: "", want: "0.2.0"},
+		{reason: "a constraint lists the tags", version: "~0.1", want: "0.1.0"},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			ch, err := f.Fetch(context.Background(), "ns", ChartSpec{Source: src, Version: tc.version})
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, ch.Chart.Metadata.Version)
+		})
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		host string
+		want bool
+	}{
+		{"localhost:5000", true},
+		{"localhost", true},
+		{"127.0.0.1:36109", true},
+		{"127.1.2.3", true},
+		{"[::1]:5000", true},
+		{"registry.example:5000", false},
+		{"10.0.0.1:5000", false},
+		{"localhost.example.com", false},
+	} {
+		assert.Equal(t, tc.want, isLoopback(tc.host), tc.host)
+	}
+}

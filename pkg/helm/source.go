@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -88,7 +89,8 @@ func WithLimits(l Limits) FetcherOption { return func(f *Fetcher) { f.limits = l
 func WithTransport(rt http.RoundTripper) FetcherOption { return func(f *Fetcher) { f.transport = rt } }
 
 // WithPlainHTTPRegistries talks plain HTTP to OCI registries (local
-// development registries only).
+// development registries only; registries on a loopback address always
+// are spoken to in plain HTTP, as Helm pulls from them).
 func WithPlainHTTPRegistries() FetcherOption { return func(f *Fetcher) { f.plainHTTP = true } }
 
 // NewFetcher returns a Fetcher reading auth Secrets through secrets (the
@@ -383,7 +385,7 @@ func (f *Fetcher) registryClient(ref string, creds *credentials) (*registry.Clie
 		registry.ClientOptHTTPClient(hc),
 		registry.ClientOptWriter(io.Discard),
 	}
-	if f.plainHTTP {
+	if f.plainHTTP || isLoopback(host) {
 		opts = append(opts, registry.ClientOptPlainHTTP())
 	}
 	rc, err := registry.NewClient(opts...)
@@ -392,6 +394,23 @@ func (f *Fetcher) registryClient(ref string, creds *credentials) (*registry.Clie
 		return nil, nil, fmt.Errorf("registry client: %w", err)
 	}
 	return rc, cleanup, nil
+}
+
+// isLoopback reports whether a registry host[:port] is localhost or a
+// loopback address. Helm's pulls (containerd's resolver) always speak plain
+// HTTP to such hosts, so its other registry calls must too: otherwise
+// listing tags (a version constraint or "latest") fails over HTTPS where
+// an exact version works.
+func isLoopback(host string) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 func (f *Fetcher) fetchLocal(source string) (*Chart, error) {
