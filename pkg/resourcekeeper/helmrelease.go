@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/helm"
@@ -32,9 +35,41 @@ type HelmClient interface {
 // (helm.ErrUnsafeChart) give errors for which apierrors.IsInvalid is true
 // (and errors.Is still finds the helm error), so that a workflow step fails
 // at once instead of retrying the same spec.
-func NewHelmReleases(c HelmClient) ReleaseHandler { return helmReleases{c: c} }
+//
+// With WithReleaseEvents, the Application owning the HelmRelease (its
+// app.oam.dev/name and app.oam.dev/namespace labels) gets a Warning Event
+// (reason EventReasonReleaseFailed) when an install or upgrade fails, and
+// a Normal Event (EventReasonReleaseRecovered) when a failed or stuck
+// release was repaired.
+func NewHelmReleases(c HelmClient, opts ...HelmReleasesOption) ReleaseHandler {
+	h := helmReleases{c: c}
+	for _, o := range opts {
+		o(&h)
+	}
+	return h
+}
 
-type helmReleases struct{ c HelmClient }
+// HelmReleasesOption configures NewHelmReleases.
+type HelmReleasesOption func(*helmReleases)
+
+// WithReleaseEvents records Events about releases on their Application
+// through rec; apps (a cached client is fine) gives the Application's UID
+// so that `kubectl describe application` shows them.
+func WithReleaseEvents(rec record.EventRecorder, apps client.Reader) HelmReleasesOption {
+	return func(h *helmReleases) { h.events, h.apps = rec, apps }
+}
+
+// Event reasons recorded on the Application (WithReleaseEvents).
+const (
+	EventReasonReleaseFailed    = "HelmReleaseFailed"
+	EventReasonReleaseRecovered = "HelmReleaseRecovered"
+)
+
+type helmReleases struct {
+	c      HelmClient
+	events record.EventRecorder
+	apps   client.Reader
+}
 
 func (h helmReleases) Ensure(ctx context.Context, cluster, appNamespace string, obj *unstructured.Unstructured) (ReleaseResult, error) {
 	spec, err := helm.SpecFromObject(obj, releaseDefaults(obj, appNamespace))
@@ -43,10 +78,53 @@ func (h helmReleases) Ensure(ctx context.Context, cluster, appNamespace string, 
 	}
 	res, err := h.c.Ensure(ctx, helm.Request{Cluster: cluster, Namespace: appNamespace, Spec: spec})
 	out := ReleaseResult{Action: string(res.Action), Revision: res.Release.Revision, Recovery: res.Recovery, RetryAfter: res.RetryAfter}
+	h.record(ctx, obj, cluster, spec, res, err)
 	if errors.Is(err, helm.ErrChartNotFound) || errors.Is(err, helm.ErrUnsafeChart) {
 		err = invalidRelease(obj, err)
 	}
 	return out, err
+}
+
+// record emits the Events of one Ensure: a repair (even if the operation
+// after it failed), then a failure. Another operation holding the release
+// is no failure. Messages come from package helm, which keeps credentials
+// out of them.
+func (h helmReleases) record(ctx context.Context, obj *unstructured.Unstructured, cluster string, spec *helm.Spec, res helm.Result, err error) {
+	if h.events == nil || (res.Recovery == "" && (err == nil || errors.Is(err, helm.ErrOperationInProgress))) {
+		return
+	}
+	app := h.application(ctx, obj)
+	if app == nil {
+		return
+	}
+	where := ""
+	if c := normCluster(cluster); c != "" {
+		where = " in cluster " + c
+	}
+	if res.Recovery != "" {
+		h.events.Eventf(app, corev1.EventTypeNormal, EventReasonReleaseRecovered, "%s%s", res.Recovery, where)
+	}
+	if err != nil && !errors.Is(err, helm.ErrOperationInProgress) {
+		h.events.Eventf(app, corev1.EventTypeWarning, EventReasonReleaseFailed, "helm release %s/%s%s: %v", spec.Release.Namespace, spec.Release.Name, where, err)
+	}
+}
+
+// application returns the Application owning obj (from its labels), read
+// through apps for its UID, or a bare reference when it cannot be read;
+// nil when obj carries no owner labels.
+func (h helmReleases) application(ctx context.Context, obj *unstructured.Unstructured) *v1beta1.Application {
+	labels := obj.GetLabels()
+	name, ns := labels[v1beta1.LabelAppName], labels[v1beta1.LabelAppNamespace]
+	if name == "" || ns == "" {
+		return nil
+	}
+	app := &v1beta1.Application{}
+	if h.apps != nil && h.apps.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, app) == nil {
+		return app
+	}
+	app = &v1beta1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	app.SetGroupVersionKind(v1beta1.GroupVersion.WithKind("Application"))
+	return app
 }
 
 func (h helmReleases) Uninstall(ctx context.Context, cluster string, tracked v1beta1.ManagedResource) error {
