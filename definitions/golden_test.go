@@ -32,7 +32,6 @@ const (
 
 // skipped names golden cases that cannot render yet, with the reason.
 var skipped = map[string]string{
-	"combinations/k8s-objects-with-traits": "appfile.Parse rejects traits whose appliesToWorkloads lists autodetects.core.oam.dev on a k8s-objects component (its workload type is autodetects.core.oam.dev, which WorkloadNames leaves out)",
 }
 
 // source is the built-in definitions (definitions.FS) plus the user-written

@@ -134,6 +134,12 @@ func TestParseValidation(t *testing.T) {
 			},
 		},
 		{
+			reason: "appliesToWorkloads of a trait on an autodetect component is left to rendering (the kind is that of the objects)",
+			spec: `
+  components:
+    - {name: r, type: raw, properties: {objects: [{apiVersion: apps/v1, kind: Deployment}]}, traits: [{type: scaler}]}`,
+		},
+		{
 			reason: "a required property supplied by inputs[].parameterKey is not missing",
 			spec: `
   components:
