@@ -434,3 +434,34 @@ func mergeRaw(raw *runtime.RawExtension, patch map[string]any) (*runtime.RawExte
 	}
 	return &runtime.RawExtension{Raw: b}, nil
 }
+
+// TargetAppFile returns the AppFile that plans render component from at
+// cluster and namespace — the target's, with its override policies
+// applied — or nil when no target of plans places component there. Cluster
+// "" and "local" are both the hub; a target without a namespace is in its
+// Application's namespace. The first matching target wins. Health checks
+// use it so that a component is judged against what was deployed there,
+// not against the Application's un-overridden properties.
+func TargetAppFile(plans []Plan, cluster, namespace, component string) *appfile.AppFile {
+	norm := func(c string) string {
+		if c == "" {
+			return v1beta1.ClusterLocal
+		}
+		return c
+	}
+	for _, p := range plans {
+		for _, t := range p.Targets {
+			if t.AppFile == nil || norm(t.Cluster) != norm(cluster) || t.AppFile.Component(component) == nil {
+				continue
+			}
+			ns := t.Namespace
+			if ns == "" {
+				ns = t.AppFile.Namespace
+			}
+			if namespace == "" || ns == namespace {
+				return t.AppFile
+			}
+		}
+	}
+	return nil
+}
