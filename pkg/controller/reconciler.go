@@ -6,7 +6,7 @@
 //
 // One Reconcile reads as a list of small phases over a scope; each phase
 // fills the scope fields the next ones read and sets its own condition
-// (Parsed, Revision, Policy, Workflow); a deferred function sets Ready,
+// (Parsed, Revision, Policy, Render, Workflow); a deferred function sets Ready,
 // derives status.status, emits an Event when the phase changed, and
 // patches the status once. Panics are recovered there and reported.
 package controller
@@ -22,6 +22,8 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -122,13 +124,14 @@ type Reconciler struct {
 	engines       chan *cuex.Engine
 }
 
-// New returns a Reconciler. c reads Applications (a cached client is
-// fine); direct must read from the API server without a cache (revisions,
-// definitions, applied objects); systemNamespace is where shared
-// definitions live (oamflow-system). Dependencies not given by options
-// are the real packages: appfile.Parse against the cluster's definitions
-// (then builtins, when not nil), render.RenderComponent,
-// resourcekeeper.New and package health.
+// New returns a Reconciler. c reads Applications and definitions (a cached
+// client is best: definitions are few and read at every parse, so the
+// manager's cache serves them after the first read); direct must read
+// from the API server without a cache (revisions, applied objects);
+// systemNamespace is where shared definitions live (oamflow-system).
+// Dependencies not given by options are the real packages: appfile.Parse
+// against the cluster's definitions (then builtins, when not nil),
+// render.RenderComponent, resourcekeeper.New and package health.
 func New(c, direct client.Client, recorder record.EventRecorder, wf WorkflowRunner, systemNamespace string, builtins appfile.DefinitionSource, opts Options, with ...Option) *Reconciler {
 	if opts.RevisionLimit <= 0 {
 		opts.RevisionLimit = revision.DefaultLimit
@@ -151,7 +154,7 @@ func New(c, direct client.Client, recorder record.EventRecorder, wf WorkflowRunn
 		clients:   multicluster.HubOnly{Hub: direct},
 	}
 	r.sources = SourceFactoryFn(func(app *v1beta1.Application) appfile.DefinitionSource {
-		return appfile.Chain(appfile.NewClusterSource(direct, app.Namespace, systemNamespace), builtins)
+		return appfile.Chain(appfile.NewClusterSource(c, app.Namespace, systemNamespace), builtins)
 	})
 	for _, o := range with {
 		o(r)
@@ -245,6 +248,9 @@ type scope struct {
 	revLimit int
 	keeper   Keeper
 
+	// render: the components rendered for the run's first pass.
+	prerendered *renderCache
+
 	// workflow: whether the run finished in this reconcile, or ran at all.
 	justFinished bool
 	ran          bool
@@ -320,6 +326,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		{"parse", r.parse},
 		{"revision", r.revision},
 		{"policy", r.policy},
+		{"render", r.render},
 		{"workflow", r.runWorkflow},
 		{"health", r.checkHealth},
 	} {
@@ -497,15 +504,52 @@ func (r *Reconciler) policy(_ context.Context, s *scope) error {
 	return nil
 }
 
+// render checks, when a run starts (or Render is not yet True), that
+// every component renders with its own properties for the hub before
+// anything is applied: a template failing at run time ends the run as
+// workflowFailed with the component and the field, and nothing of the
+// revision is applied. Components taking workflow inputs render in their
+// step (so do per-cluster overrides, in deploy steps). The results serve
+// the run's first pass.
+func (r *Reconciler) render(ctx context.Context, s *scope) error {
+	app := s.app
+	if c := meta.FindStatusCondition(app.Status.Conditions, ConditionRender); !s.startsRun() && c != nil && c.Status == metav1.ConditionTrue {
+		return nil
+	}
+	d := r.deployer(s)
+	cache := newRenderCache(s.af)
+	deferred := 0
+	for i, comp := range s.af.Components {
+		if len(comp.Inputs) > 0 {
+			deferred++
+			continue
+		}
+		res, err := r.renderer.RenderComponent(ctx, s.af, comp.Name, d.options(ctx, workflow.ComponentRequest{Name: comp.Name}))
+		if err != nil {
+			err = &userError{err: fmt.Errorf("spec.components[%d]: %w", i, err)}
+			setRenderCondition(app, 0, 0, err)
+			return err
+		}
+		cache.put(comp.Name, res)
+	}
+	s.prerendered = cache
+	setRenderCondition(app, len(s.af.Components)-deferred, deferred, nil)
+	return nil
+}
+
 // runWorkflow runs the workflow of the revision as far as it can go now.
 // A run for another revision (or a restart) starts over.
 func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) error {
 	app := s.app
 	st := app.Status.Workflow
-	if st == nil || st.AppRevision != s.rev.Name || s.restart {
-		if err := r.workflow.Reset(ctx, app); err != nil {
-			setWorkflowCondition(app, err)
-			return err
+	if s.startsRun() {
+		// A first run has no state to forget (the context ConfigMap of a
+		// deleted namesake went with it): no request.
+		if st != nil || s.restart {
+			if err := r.workflow.Reset(ctx, app); err != nil {
+				setWorkflowCondition(app, err)
+				return err
+			}
 		}
 		app.Status.Workflow = &common.WorkflowStatus{AppRevision: s.rev.Name}
 		app.Status.Services = nil
@@ -553,7 +597,15 @@ func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) error {
 }
 
 func (r *Reconciler) deployer(s *scope) *appDeployer {
-	return &appDeployer{af: s.af, revision: s.rev.Name, renderer: r.renderer, keeper: s.keeper, health: r.health, resolver: r.resolver}
+	return &appDeployer{af: s.af, revision: s.rev.Name, renderer: r.renderer, keeper: s.keeper, health: r.health,
+		resolver: r.resolver, clients: r.clients, prerendered: s.prerendered}
+}
+
+// startsRun reports whether this reconcile starts a new workflow run: the
+// first, one for a new revision, or a restart.
+func (s *scope) startsRun() bool {
+	st := s.app.Status.Workflow
+	return st == nil || st.AppRevision != s.rev.Name || s.restart
 }
 
 func (s *scope) stopUnlessSucceeded() error {
@@ -595,7 +647,13 @@ func (r *Reconciler) checkHealth(ctx context.Context, s *scope) error {
 		app.Status.AppliedResources = refs
 	}
 	if !s.justFinished {
-		d := r.deployer(s)
+		base := r.deployer(s)
+		// Each service is judged against what was deployed where it runs:
+		// the deploy target's AppFile, override policies applied.
+		plans, planErr := render.PlanWorkflow(ctx, s.af, r.resolver)
+		if planErr != nil {
+			s.log.V(1).Info("health checks use the Application's own properties", "reason", planErr.Error())
+		}
 		services := make([]common.ApplicationComponentStatus, 0, len(app.Status.Services))
 		for _, svc := range app.Status.Services {
 			req := workflow.ComponentRequest{Name: svc.Name, Cluster: svc.Cluster}
@@ -604,6 +662,12 @@ func (r *Reconciler) checkHealth(ctx context.Context, s *scope) error {
 			}
 			if s.af.Component(svc.Name) == nil {
 				continue
+			}
+			d := base
+			if af := render.TargetAppFile(plans, svc.Cluster, svc.Namespace, svc.Name); af != nil {
+				td := *base
+				td.af = af
+				d = &td
 			}
 			res, err := d.Render(ctx, req)
 			if err != nil {
