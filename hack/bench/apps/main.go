@@ -1,0 +1,938 @@
+// Command apps benchmarks the Application controller at scale (issue 5,
+// Performance): on one local cluster (pkg/localcluster, as `oamflow local
+// up` starts it) with oamflow installed (`oamflow install`, run
+// in-process), it runs the real oamflow-controller binary, creates N
+// Applications at once (webservice + scaler + labels + expose, 1 replica)
+// and reports, for each N:
+//
+//   - the time from the first create until every Application is `running`,
+//     and the per-Application latency (create → running) p50/p90/max;
+//   - the controller's CPU time (utime+stime from /proc/<pid>/stat) and
+//     peak resident memory (VmHWM from /proc/<pid>/status);
+//   - API requests per Application until all are running: the controller's
+//     own (rest_client_requests_total from its metrics endpoint, exact) and
+//     the apiserver's apiserver_request_total deltas (every client: the
+//     controller, kube-controller-manager, the scheduler, kwok, this
+//     program's creates and watch), split into reads (GET, LIST, WATCH) and
+//     writes (everything else);
+//   - the no-op resync cost: after all are running the program waits for
+//     the controller's periodic resync (--resync-period, short here) to
+//     reconcile every Application once more, and counts the requests in
+//     that window — the controller's writes must be 0.
+//
+// Each N runs on a fresh cluster in a temporary state directory.
+//
+//	go run ./hack/bench/apps                       # -apps 200,1000
+//	go run ./hack/bench/apps -apps 200 -v          # controller log tail on failure, progress lines
+//	go run ./hack/bench/apps -controller bin/oamflow-controller -controller-args=--concurrent-reconciles=8
+//
+// Targets (issue 5): 1,000 Applications running in < 5 minutes, controller
+// RSS < 500 MiB, 0 writes on a no-op resync.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-logr/logr"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/cli"
+	"github.com/oamflow/oamflow/pkg/localcluster"
+	"github.com/oamflow/oamflow/pkg/manager"
+)
+
+// benchNamespace holds the Applications.
+const benchNamespace = "bench"
+
+// appSpec is the spec of every benchmark Application; %s is the
+// component name, unique per Application because the webservice's
+// Deployment and Service are named after it.
+const appSpec = `
+components:
+- name: %s
+  type: webservice
+  properties: {image: "registry.invalid/web:1", port: 80}
+  traits:
+  - type: scaler
+    properties: {replicas: 1}
+  - type: labels
+    properties: {team: bench}
+  - type: expose
+    properties: {port: [80]}
+`
+
+type config struct {
+	counts         []int
+	nodes          int
+	binDir         string
+	controller     string
+	controllerArgs []string
+	resync         time.Duration
+	timeout        time.Duration
+	creators       int
+	verbose        bool
+	keep           bool
+	// profileDir, when set, runs hack/bench/apps/profiled (the controller
+	// with /debug/pprof) and saves cpu.pprof (the first cpuSeconds of the
+	// load) and heap.pprof (when all are running) there.
+	profileDir string
+	cpuSeconds int
+}
+
+func main() {
+	counts := flag.String("apps", "200,1000", "comma-separated Application counts, one run (and one fresh cluster) each")
+	nodes := flag.Int("nodes", localcluster.DefaultNodes, "fake nodes of the cluster (110 pods each)")
+	bin := flag.String("bin", "", "Kubernetes binary directory (default $OAMFLOW_K8S_BIN, then bin/k8s of the repository)")
+	ctrlBin := flag.String("controller", "", "oamflow-controller binary to run (default: go build ./cmd/oamflow-controller into a temporary directory)")
+	ctrlArgs := flag.String("controller-args", "", "extra controller flags, space-separated (e.g. --concurrent-reconciles=8)")
+	resync := flag.Duration("resync", 90*time.Second, "the controller's --resync-period; the no-op resync is measured at the first resync after all are running")
+	timeout := flag.Duration("timeout", 15*time.Minute, "give up on a run when not all Applications are running after this long")
+	creators := flag.Int("creators", 16, "parallel creates")
+	verbose := flag.Bool("v", false, "progress lines every 10 s")
+	keep := flag.Bool("keep", false, "leave the last cluster and controller running (prints the state directory) for inspection")
+	profile := flag.String("profile", "", "folder for pprof profiles: runs ./hack/bench/apps/profiled (the controller with /debug/pprof) instead of the binary and saves <apps>-cpu.pprof and <apps>-heap.pprof")
+	cpuSeconds := flag.Int("profile-cpu-seconds", 60, "length of the CPU profile, from the first create")
+	flag.Parse()
+
+	c := config{nodes: *nodes, controller: *ctrlBin, resync: *resync, timeout: *timeout, creators: *creators, verbose: *verbose, keep: *keep,
+		profileDir: *profile, cpuSeconds: *cpuSeconds}
+	for _, s := range strings.Split(*counts, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "error: -apps: %q is not a positive number\n", s)
+			os.Exit(1)
+		}
+		c.counts = append(c.counts, n)
+	}
+	c.controllerArgs = strings.Fields(*ctrlArgs)
+	ctrllog.SetLogger(logr.Discard())
+	// Interrupted: stop the controller and the cluster before exiting.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c, *bin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, c config, binFlag string, out, errOut io.Writer) error {
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	root, err := localcluster.FindModuleRoot(wd)
+	if err != nil {
+		return err
+	}
+	c.binDir, err = localcluster.ResolveBinDir(binFlag, os.Getenv(localcluster.BinDirEnv), wd)
+	if err != nil {
+		return err
+	}
+	if err := localcluster.CheckBinaries(c.binDir, localcluster.ClusterBinaries()...); err != nil {
+		return err
+	}
+	if c.controller == "" {
+		dir, err := os.MkdirTemp("", "oamflow-bench-bin-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		pkg := "./cmd/oamflow-controller"
+		if c.profileDir != "" {
+			pkg = "./hack/bench/apps/profiled"
+		}
+		c.controller = filepath.Join(dir, "oamflow-controller")
+		fmt.Fprintf(errOut, "building %s …\n", pkg)
+		build := exec.Command("go", "build", "-o", c.controller, pkg)
+		build.Dir, build.Stdout, build.Stderr = root, errOut, errOut
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building the controller: %w", err)
+		}
+	}
+	var results []*result
+	for i, n := range c.counts {
+		fmt.Fprintf(errOut, "measuring %d Applications on a cluster of %d nodes …\n", n, c.nodes)
+		r, err := measure(ctx, c, n, c.keep && i == len(c.counts)-1, errOut)
+		if err != nil {
+			if r != nil && r.controllerLog != "" {
+				fmt.Fprintf(errOut, "controller log (last lines of %s):\n%s\n", r.controllerLog, tail(r.controllerLog, 40))
+			}
+			return fmt.Errorf("%d Applications: %w", n, err)
+		}
+		results = append(results, r)
+		report(out, c, r)
+	}
+	return nil
+}
+
+// result is one run.
+type result struct {
+	apps       int
+	created    time.Duration // first create → last create returned
+	allRunning time.Duration // first create → every Application running
+	latencies  []time.Duration
+	// cpuRunning and cpuTotal are the controller's CPU time until all were
+	// running and at the end (after the resync window); rssPeakKiB is its
+	// VmHWM at the end.
+	cpuRunning, cpuTotal time.Duration
+	rssPeakKiB           int64
+	// ctrlRun/apiRun: requests until all running; ctrlResync/apiResync: in
+	// the resync window. Keys are the HTTP method (controller) or
+	// "VERB resource" (apiserver).
+	ctrlRun, ctrlResync map[string]float64
+	apiRun, apiResync   map[string]float64
+	resyncReconciles    float64
+	resyncWindow        time.Duration
+	loadAvg             string
+	controllerLog       string
+}
+
+// measure runs one count on a fresh cluster.
+func measure(ctx context.Context, c config, n int, keep bool, errOut io.Writer) (r *result, retErr error) {
+	r = &result{apps: n}
+	home, err := os.MkdirTemp("", "oamflow-bench-apps-")
+	if err != nil {
+		return r, err
+	}
+	m, err := localcluster.New(localcluster.Config{Home: home, BinDir: c.binDir, Progress: io.Discard})
+	if err != nil {
+		return r, err
+	}
+	defer func() {
+		if keep && retErr == nil {
+			fmt.Fprintf(errOut, "kept: state directory %s (stop with OAMFLOW_HOME=%s oamflow local down)\n", home, home)
+			return
+		}
+		_, _ = m.Down(context.Background())
+		if retErr == nil {
+			_ = os.RemoveAll(home)
+		} else {
+			fmt.Fprintf(errOut, "cluster logs kept in %s\n", home)
+		}
+	}()
+	o := localcluster.DefaultUpOptions()
+	o.Nodes = c.nodes
+	up, err := m.Up(ctx, o)
+	if err != nil {
+		return r, err
+	}
+	kubeconfig := up.Clusters[0].Kubeconfig
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return r, err
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	if err := install(kubeconfig, errOut); err != nil {
+		return r, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return r, err
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return r, fmt.Errorf("creating namespace %s: %w", benchNamespace, err)
+	}
+
+	proc, err := startController(c, home, kubeconfig)
+	if err != nil {
+		return r, err
+	}
+	r.controllerLog = proc.log
+	if !keep {
+		defer proc.stop()
+	}
+
+	scheme, err := manager.Scheme()
+	if err != nil {
+		return r, err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return r, err
+	}
+	w, err := watchPhases(ctx, cfg, n)
+	if err != nil {
+		return r, err
+	}
+	defer w.stop()
+
+	api0, err := apiserverRequests(ctx, kube)
+	if err != nil {
+		return r, err
+	}
+	ctrl0, err := proc.metrics()
+	if err != nil {
+		return r, err
+	}
+
+	if c.profileDir != "" {
+		go proc.save(fmt.Sprintf("/debug/pprof/profile?seconds=%d", c.cpuSeconds), filepath.Join(c.profileDir, fmt.Sprintf("%d-cpu.pprof", n)), errOut)
+	}
+	start := time.Now()
+	w.start(start)
+	if err := createApps(ctx, cl, n, c.creators, w); err != nil {
+		return r, err
+	}
+	r.created = time.Since(start)
+
+	deadline := time.NewTimer(c.timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-w.allRunning:
+			break wait
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-proc.exited:
+			return r, fmt.Errorf("the controller exited: %v", proc.err)
+		case <-deadline.C:
+			return r, fmt.Errorf("not all running after %s: %s", c.timeout, w.summary())
+		case <-tick.C:
+			if c.verbose {
+				fmt.Fprintf(errOut, "  %5.0fs %s\n", time.Since(start).Seconds(), w.summary())
+			}
+		}
+	}
+	r.allRunning = w.lastRunning.Sub(start)
+	if c.profileDir != "" {
+		proc.save("/debug/pprof/heap", filepath.Join(c.profileDir, fmt.Sprintf("%d-heap.pprof", n)), errOut)
+	}
+	r.latencies = w.latencies()
+	if r.cpuRunning, err = cpuTime(proc.pid()); err != nil {
+		return r, err
+	}
+	api1, err := apiserverRequests(ctx, kube)
+	if err != nil {
+		return r, err
+	}
+	ctrl1, err := proc.metrics()
+	if err != nil {
+		return r, err
+	}
+	r.apiRun = delta(api1, api0)
+	r.ctrlRun = delta(ctrl1.requests, ctrl0.requests)
+
+	// The no-op resync: wait for the periodic resync to reconcile every
+	// Application once (reconcile count up by n, then a quiet queue).
+	fmt.Fprintf(errOut, "all %d running after %.1fs; waiting for the next resync (period %s) …\n", n, r.allRunning.Seconds(), c.resync)
+	time.Sleep(5 * time.Second) // let the last status writes and requeues settle
+	ctrlA, err := proc.metrics()
+	if err != nil {
+		return r, err
+	}
+	apiA, err := apiserverRequests(ctx, kube)
+	if err != nil {
+		return r, err
+	}
+	t0 := time.Now()
+	limit := time.Now().Add(2*c.resync + time.Minute)
+	var ctrlB metricsSnapshot
+	quietSince := time.Time{}
+	last := ctrlA.reconciles
+	for {
+		if time.Now().After(limit) {
+			return r, fmt.Errorf("no resync of all %d Applications within %s (reconciles in the window: %.0f)", n, 2*c.resync+time.Minute, ctrlB.reconciles-ctrlA.reconciles)
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(time.Second):
+		}
+		if ctrlB, err = proc.metrics(); err != nil {
+			return r, err
+		}
+		if ctrlB.reconciles != last || ctrlB.queueDepth > 0 {
+			last, quietSince = ctrlB.reconciles, time.Now()
+			continue
+		}
+		if ctrlB.reconciles-ctrlA.reconciles >= float64(n) && time.Since(quietSince) > 3*time.Second {
+			break
+		}
+	}
+	apiB, err := apiserverRequests(ctx, kube)
+	if err != nil {
+		return r, err
+	}
+	r.resyncWindow = time.Since(t0)
+	r.resyncReconciles = ctrlB.reconciles - ctrlA.reconciles
+	r.ctrlResync = delta(ctrlB.requests, ctrlA.requests)
+	r.apiResync = delta(apiB, apiA)
+	if r.cpuTotal, err = cpuTime(proc.pid()); err != nil {
+		return r, err
+	}
+	if r.rssPeakKiB, err = peakRSS(proc.pid()); err != nil {
+		return r, err
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		r.loadAvg = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	return r, nil
+}
+
+// install runs `oamflow install` in-process.
+func install(kubeconfig string, errOut io.Writer) error {
+	var buf bytes.Buffer
+	root := cli.NewRootCommand(&buf, errOut)
+	root.SetArgs([]string{"install", "--kubeconfig", kubeconfig})
+	if err := root.Execute(); err != nil {
+		return fmt.Errorf("oamflow install: %w\n%s", err, buf.String())
+	}
+	return nil
+}
+
+// controllerProc is the running controller binary.
+type controllerProc struct {
+	cmd         *exec.Cmd
+	log         string
+	metricsAddr string
+	pprofAddr   string
+	exited      chan struct{}
+	err         error
+}
+
+func (p *controllerProc) pid() int { return p.cmd.Process.Pid }
+
+func startController(c config, home, kubeconfig string) (*controllerProc, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	p := &controllerProc{log: filepath.Join(home, "oamflow-controller.log"), metricsAddr: fmt.Sprintf("127.0.0.1:%d", port), exited: make(chan struct{})}
+	f, err := os.Create(p.log)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--kubeconfig", kubeconfig,
+		"--metrics-bind-address", p.metricsAddr,
+		"--health-probe-bind-address", "0",
+		"--resync-period", c.resync.String(),
+	}
+	if c.profileDir != "" {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		p.pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
+		args = append(args, "--pprof-bind-address", p.pprofAddr)
+	}
+	args = append(args, c.controllerArgs...)
+	p.cmd = exec.Command(c.controller, args...)
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	if err := p.cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting %s: %w", c.controller, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		f.Close()
+		close(p.exited)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := p.metrics(); err == nil {
+			return p, nil
+		} else if time.Now().After(deadline) {
+			p.stop()
+			return p, fmt.Errorf("controller metrics endpoint %s not up within 30s: %w", p.metricsAddr, err)
+		}
+		select {
+		case <-p.exited:
+			return p, fmt.Errorf("the controller exited at start: %v", p.err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// save writes the pprof endpoint path of the controller to file.
+func (p *controllerProc) save(path, file string, errOut io.Writer) {
+	resp, err := http.Get("http://" + p.pprofAddr + path)
+	if err == nil {
+		defer resp.Body.Close()
+		var f *os.File
+		if f, err = os.Create(file); err == nil {
+			_, err = io.Copy(f, resp.Body)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(errOut, "profile %s: %v\n", path, err)
+		return
+	}
+	fmt.Fprintf(errOut, "wrote %s\n", file)
+}
+
+// stop ends the controller with SIGTERM, then SIGKILL after 10 s.
+func (p *controllerProc) stop() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// metricsSnapshot is what the benchmark reads from the controller's
+// metrics endpoint.
+type metricsSnapshot struct {
+	requests   map[string]float64 // rest_client_requests_total by method
+	reconciles float64            // controller_runtime_reconcile_total, all results
+	queueDepth float64            // workqueue_depth
+}
+
+func (p *controllerProc) metrics() (metricsSnapshot, error) {
+	s := metricsSnapshot{requests: map[string]float64{}}
+	resp, err := http.Get("http://" + p.metricsAddr + "/metrics")
+	if err != nil {
+		return s, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return s, fmt.Errorf("controller metrics: HTTP %d", resp.StatusCode)
+	}
+	fams, err := parseMetrics(resp.Body)
+	if err != nil {
+		return s, err
+	}
+	for _, m := range fams["rest_client_requests_total"].GetMetric() {
+		s.requests[label(m, "method")] += m.GetCounter().GetValue()
+	}
+	for _, m := range fams["controller_runtime_reconcile_total"].GetMetric() {
+		s.reconciles += m.GetCounter().GetValue()
+	}
+	for _, m := range fams["workqueue_depth"].GetMetric() {
+		s.queueDepth += m.GetGauge().GetValue()
+	}
+	return s, nil
+}
+
+// apiserverRequests reads apiserver_request_total from the apiserver's
+// /metrics, summed by "VERB resource[/subresource]".
+func apiserverRequests(ctx context.Context, kube kubernetes.Interface) (map[string]float64, error) {
+	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the apiserver's /metrics: %w", err)
+	}
+	fams, err := parseMetrics(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, m := range fams["apiserver_request_total"].GetMetric() {
+		res := label(m, "resource")
+		if sub := label(m, "subresource"); sub != "" {
+			res += "/" + sub
+		}
+		if res == "" {
+			res = "(non-resource)"
+		}
+		out[label(m, "verb")+" "+res] += m.GetCounter().GetValue()
+	}
+	return out, nil
+}
+
+func parseMetrics(r io.Reader) (map[string]*dto.MetricFamily, error) {
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("parsing metrics: %w", err)
+	}
+	return fams, nil
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func delta(after, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// isRead reports whether an HTTP method or apiserver verb only reads.
+func isRead(verbOrMethod string) bool {
+	v, _, _ := strings.Cut(verbOrMethod, " ")
+	switch v {
+	case "GET", "LIST", "WATCH", "WATCHLIST", "HEAD":
+		return true
+	}
+	return false
+}
+
+func readsWrites(m map[string]float64) (reads, writes float64) {
+	for k, v := range m {
+		if isRead(k) {
+			reads += v
+		} else {
+			writes += v
+		}
+	}
+	return reads, writes
+}
+
+// phaseWatch follows the phases of the benchmark Applications through an
+// informer and records when each one was created and first seen running.
+type phaseWatch struct {
+	n          int
+	mu         sync.Mutex
+	t0         time.Time
+	createdAt  map[string]time.Time
+	runningAt  map[string]time.Time
+	phases     map[string]common.ApplicationPhase
+	allRunning chan struct{}
+	closed     bool
+	// lastRunning is when the last Application became running.
+	lastRunning time.Time
+	cancel      context.CancelFunc
+}
+
+func watchPhases(ctx context.Context, cfg *rest.Config, n int) (*phaseWatch, error) {
+	s, err := manager.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(cfg, cache.Options{Scheme: s, DefaultNamespaces: map[string]cache.Config{benchNamespace: {}}})
+	if err != nil {
+		return nil, err
+	}
+	inf, err := c.GetInformer(ctx, &v1beta1.Application{})
+	if err != nil {
+		return nil, err
+	}
+	w := &phaseWatch{n: n, createdAt: map[string]time.Time{}, runningAt: map[string]time.Time{}, phases: map[string]common.ApplicationPhase{}, allRunning: make(chan struct{})}
+	see := func(obj any) {
+		app, ok := obj.(*v1beta1.Application)
+		if !ok {
+			return
+		}
+		w.observe(app.Name, app.Status.Phase)
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    see,
+		UpdateFunc: func(_, n any) { see(n) },
+	}); err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	w.cancel = cancel
+	go func() { _ = c.Start(cctx) }()
+	if !c.WaitForCacheSync(cctx) {
+		cancel()
+		return nil, errors.New("the Application watch did not sync")
+	}
+	return w, nil
+}
+
+func (w *phaseWatch) stop() { w.cancel() }
+
+func (w *phaseWatch) start(t time.Time) {
+	w.mu.Lock()
+	w.t0 = t
+	w.mu.Unlock()
+}
+
+func (w *phaseWatch) created(name string) {
+	w.mu.Lock()
+	w.createdAt[name] = time.Now()
+	w.mu.Unlock()
+}
+
+func (w *phaseWatch) observe(name string, phase common.ApplicationPhase) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.phases[name] = phase
+	if phase != common.ApplicationRunning {
+		return
+	}
+	if _, ok := w.runningAt[name]; ok {
+		return
+	}
+	now := time.Now()
+	w.runningAt[name] = now
+	if len(w.runningAt) == w.n && !w.closed {
+		w.lastRunning = now
+		w.closed = true
+		close(w.allRunning)
+	}
+}
+
+// summary counts the Applications by phase.
+func (w *phaseWatch) summary() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	counts := map[string]int{}
+	for _, p := range w.phases {
+		if p == "" {
+			p = "(none)"
+		}
+		counts[string(p)]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := []string{fmt.Sprintf("%d created", len(w.createdAt)), fmt.Sprintf("%d ever running", len(w.runningAt))}
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, counts[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// latencies returns create → first running per Application, sorted.
+func (w *phaseWatch) latencies() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []time.Duration
+	for name, t := range w.runningAt {
+		if c, ok := w.createdAt[name]; ok {
+			out = append(out, t.Sub(c))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// createApps creates n Applications with `creators` parallel clients.
+func createApps(ctx context.Context, c client.Client, n, creators int, w *phaseWatch) error {
+	names := make(chan string)
+	errs := make(chan error, creators)
+	var wg sync.WaitGroup
+	for i := 0; i < creators; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range names {
+				app := &v1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace}}
+				if err := yaml.UnmarshalStrict([]byte(fmt.Sprintf(appSpec, "web-"+name)), &app.Spec); err != nil {
+					errs <- fmt.Errorf("benchmark Application spec: %w", err)
+					return
+				}
+				w.created(name)
+				if err := c.Create(ctx, app); err != nil {
+					errs <- fmt.Errorf("creating Application %s: %w", name, err)
+					return
+				}
+			}
+		}()
+	}
+	var err error
+feed:
+	for i := 0; i < n; i++ {
+		select {
+		case names <- fmt.Sprintf("app-%04d", i):
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(names)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+func report(w io.Writer, c config, r *result) {
+	fmt.Fprintf(w, "\n== %d Applications (webservice + scaler + labels + expose, 1 replica) on 1 local cluster, %d fake nodes; %d CPUs, load average at the end %s\n",
+		r.apps, c.nodes, runtime.NumCPU(), r.loadAvg)
+	fmt.Fprintf(w, "controller: %s %s --resync-period %s\n", filepath.Base(c.controller), strings.Join(c.controllerArgs, " "), c.resync)
+	fmt.Fprintln(w, "targets (1,000 apps): all running < 5m, RSS < 500 MiB, 0 writes on a no-op resync")
+	n := float64(r.apps)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "all created after\t%.1fs\n", r.created.Seconds())
+	fmt.Fprintf(tw, "all running after\t%.1fs\n", r.allRunning.Seconds())
+	if len(r.latencies) > 0 {
+		q := func(p float64) time.Duration { return r.latencies[int(p*float64(len(r.latencies)-1))] }
+		fmt.Fprintf(tw, "create → running per app\tp50 %.1fs  p90 %.1fs  max %.1fs\n", q(0.5).Seconds(), q(0.9).Seconds(), q(1).Seconds())
+	}
+	fmt.Fprintf(tw, "controller CPU until all running\t%.1f CPU-s (%.0f ms per app)\n", r.cpuRunning.Seconds(), r.cpuRunning.Seconds()*1000/n)
+	fmt.Fprintf(tw, "controller CPU at the end\t%.1f CPU-s\n", r.cpuTotal.Seconds())
+	fmt.Fprintf(tw, "controller peak RSS (VmHWM)\t%d MiB\n", r.rssPeakKiB/1024)
+	cr, cw := readsWrites(r.ctrlRun)
+	ar, aw := readsWrites(r.apiRun)
+	fmt.Fprintf(tw, "controller requests per app until running\t%.1f (%.1f reads, %.1f writes)\t%s\n", (cr+cw)/n, cr/n, cw/n, breakdown(r.ctrlRun, n))
+	fmt.Fprintf(tw, "apiserver requests per app until running (all clients)\t%.1f (%.1f reads, %.1f writes)\n", (ar+aw)/n, ar/n, aw/n)
+	fmt.Fprintf(tw, "no-op resync window\t%.1fs, %.0f reconciles\n", r.resyncWindow.Seconds(), r.resyncReconciles)
+	rr, rw := readsWrites(r.ctrlResync)
+	fmt.Fprintf(tw, "controller requests per app on resync\t%.2f reads, %.2f writes (total writes %.0f)\t%s\n", rr/n, rw/n, rw, breakdown(r.ctrlResync, n))
+	sr, sw := readsWrites(r.apiResync)
+	fmt.Fprintf(tw, "apiserver requests in the resync window (all clients)\t%.0f reads, %.0f writes\n", sr, sw)
+	_ = tw.Flush()
+	fmt.Fprintf(w, "apiserver requests per app until running, by verb and resource (top 20):\n%s\n", table(r.apiRun, n, 20))
+	fmt.Fprintf(w, "apiserver writes in the resync window (all clients; kube-controller-manager, scheduler and kwok included):\n%s\n", table(writesOnly(r.apiResync), 1, 20))
+}
+
+func writesOnly(m map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		if !isRead(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// breakdown is "METHOD=x.y …" per app.
+func breakdown(m map[string]float64, n float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%.2f", k, m[k]/n))
+	}
+	return strings.Join(parts, " ")
+}
+
+// table lists the largest entries of m divided by n.
+func table(m map[string]float64, n float64, top int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	if len(keys) > top {
+		keys = keys[:top]
+	}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, k := range keys {
+		fmt.Fprintf(tw, "  %s\t%.2f\n", k, m[k]/n)
+	}
+	_ = tw.Flush()
+	if len(keys) == 0 {
+		return "  (none)\n"
+	}
+	return b.String()
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// cpuTime returns the user+system CPU time of pid from /proc/<pid>/stat
+// (fields 14 and 15, in clock ticks of 1/100 s, the Linux USER_HZ).
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("malformed CPU times in /proc/%d/stat", pid)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+// peakRSS returns VmHWM (peak resident set size, KiB) of pid.
+func peakRSS(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
+
+// tail returns the last n lines of file.
+func tail(file string, n int) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
