@@ -78,6 +78,9 @@ type Options struct {
 	// definitions lack the type (oamflow's embedded workflowsteps). The
 	// engine always knows "suspend".
 	Builtins map[string]string
+	// Helm serves the vela/helm step package (nil: its actions fail saying
+	// Helm is not configured).
+	Helm HelmClient
 }
 
 // Engine runs workflows. It is safe for concurrent use by reconciles of
@@ -91,7 +94,7 @@ type Engine struct {
 // NewEngine returns an Engine storing workflow contexts through c.
 // SetupLibrary must have been called.
 func NewEngine(c client.Client, opts Options) (*Engine, error) {
-	comp, err := NewCompiler()
+	comp, err := NewCompiler(WithHelm(opts.Helm))
 	if err != nil {
 		return nil, err
 	}

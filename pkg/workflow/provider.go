@@ -40,8 +40,13 @@ var opOAMTemplate string
 // vela/builtin, vela/http, vela/util, vela/time, vela/email, vela/metrics,
 // vela/config and the legacy flat vela/op) plus oamflow's vela/oam
 // (#ApplyComponent, #RenderComponent), which are also reachable as
-// op.#ApplyComponent / op.#RenderComponent for KubeVela step definitions.
-func NewCompiler() (*cuex.Compiler, error) {
+// op.#ApplyComponent / op.#RenderComponent for KubeVela step definitions,
+// and vela/helm (#Install, #Uninstall, #Status, #Template; see WithHelm).
+func NewCompiler(opts ...CompilerOption) (*cuex.Compiler, error) {
+	var co compilerOptions
+	for _, o := range opts {
+		o(&co)
+	}
 	opProviders := legacy.GetLegacyProviders()
 	for k, v := range legacyOAMProviders() {
 		opProviders[k] = v
@@ -53,6 +58,7 @@ func NewCompiler() (*cuex.Compiler, error) {
 	pkgs := []pkg{
 		{"op", legacy.GetLegacyTemplate() + "\n" + opOAMTemplate, opProviders},
 		{"oam", oamTemplate, oamProviders()},
+		{"helm", helmTemplate, helmProviders(co.helm)},
 		{"kube", kube.GetTemplate(), kube.GetProviders()},
 		{"builtin", builtin.GetTemplate(), builtin.GetProviders()},
 		{"http", http.GetTemplate(), http.GetProviders()},
