@@ -28,7 +28,7 @@ func checkDemo(t *testing.T, x *examplesEnv) {
 	require.NoError(t, err)
 	app := x.requireRunning(t, "demo")
 	for _, component := range []string{"frontend", "queue-worker", "workflow-engine"} {
-		assert.ElementsMatch(t, []string{"member-1", "member-2"}, serviceClusters(app, component), "component %s", component)
+		assert.ElementsMatch(t, []string{"member-1", "member-2"}, exServiceClusters(app, component), "component %s", component)
 	}
 
 	for _, m := range []struct {

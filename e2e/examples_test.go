@@ -66,7 +66,7 @@ type examplesEnv struct {
 // TestExamples runs every example folder on one set of three clusters with
 // one in-process controller, sub-test per folder, in name order.
 func TestExamples(t *testing.T) {
-	chartRoot := velaWorkflowChartRoot(t)
+	chartRoot := exVelaWorkflowChartRoot(t)
 	env := framework.Start(t, 3)
 	hub := env.Cluster(t, "local")
 	framework.StartController(t, hub, framework.WithChartRoot(chartRoot))
@@ -79,7 +79,7 @@ func TestExamples(t *testing.T) {
 	require.NoError(t, v1beta1.AddToScheme(s))
 	oam, err := client.New(hub.Config, client.Options{Scheme: s})
 	require.NoError(t, err)
-	x := &examplesEnv{env: env, hub: hub, oam: oam, repoURL: serveChartRepo(t, "../charts/testdata/simple")}
+	x := &examplesEnv{env: env, hub: hub, oam: oam, repoURL: exServeChartRepo(t, "../charts/testdata/simple")}
 
 	names := make([]string, 0, len(exampleChecks))
 	for name := range exampleChecks {
@@ -208,13 +208,13 @@ func checkWorkflow(t *testing.T, x *examplesEnv) {
 		if err != nil {
 			return false, err
 		}
-		return app.Status.Phase == common.ApplicationWorkflowSuspending && stepPhase(app, "approve") == "suspending", nil
+		return app.Status.Phase == common.ApplicationWorkflowSuspending && exStepPhase(app, "approve") == "suspending", nil
 	})
 	app, err := x.app(context.Background(), "workflow")
 	require.NoError(t, err)
-	assert.Equal(t, "succeeded", stepPhase(app, "deploy-backend"))
-	assert.Equal(t, "succeeded", stepPhase(app, "warm-up"), "the timed suspend resumed by itself")
-	if warm := step(app, "warm-up"); assert.NotNil(t, warm) {
+	assert.Equal(t, "succeeded", exStepPhase(app, "deploy-backend"))
+	assert.Equal(t, "succeeded", exStepPhase(app, "warm-up"), "the timed suspend resumed by itself")
+	if warm := exStep(app, "warm-up"); assert.NotNil(t, warm) {
 		assert.GreaterOrEqual(t, warm.LastExecuteTime.Sub(warm.FirstExecuteTime.Time), 9*time.Second, "warm-up waited its 10s")
 	}
 	assert.True(t, apierrors.IsNotFound(x.hub.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "frontend"}, &appsv1.Deployment{})),
@@ -260,16 +260,19 @@ func checkHelmRepo(t *testing.T, x *examplesEnv) {
 	x.get(t, x.hub, "hello-chart-web", &corev1.Service{})
 	x.get(t, x.hub, "sh.helm.release.v1.hello-chart.v1", &corev1.Secret{}) // Helm's release record
 
+	// --tree shows the release with the controller's verdict on its
+	// resources, not the resources themselves.
 	out, err := framework.Oamflow(t, x.hub.Kubeconfig, "status", "helm-repo", "--tree")
 	require.NoError(t, err)
-	assert.Contains(t, out, "hello-chart-web")
+	assert.Contains(t, out, "HelmRelease")
+	assert.Contains(t, out, "chart simple-0.1.0: 3/3 resources ready")
 	assert.NotContains(t, out, "MISSING")
 }
 
 func checkMulticlusterOverride(t *testing.T, x *examplesEnv) {
 	x.up(t, "multicluster-override")
 	app := x.requireRunning(t, "multicluster-override")
-	assert.ElementsMatch(t, []string{"member-1", "member-2"}, serviceClusters(app, "shop"))
+	assert.ElementsMatch(t, []string{"member-1", "member-2"}, exServiceClusters(app, "shop"))
 
 	east, west := x.env.Cluster(t, "member-1"), x.env.Cluster(t, "member-2")
 	d := &appsv1.Deployment{}
@@ -305,7 +308,14 @@ func checkCustomDefinition(t *testing.T, x *examplesEnv) {
 
 	x.up(t, "custom-definition")
 	app := x.requireRunning(t, "custom-definition")
-	assert.Equal(t, "succeeded", stepPhase(app, "note"))
+	assert.Equal(t, "succeeded", exStepPhase(app, "note"))
+	var budget string
+	for _, tr := range app.Status.Services[0].Traits {
+		if tr.Type == "disruption-budget" {
+			budget = tr.Message
+		}
+	}
+	assert.Regexp(t, `^\d+ disruptions allowed$`, budget, "the trait's customStatus")
 
 	pdb := &policyv1.PodDisruptionBudget{}
 	x.get(t, x.hub, "catalog", pdb)
@@ -386,8 +396,8 @@ func (x *examplesEnv) get(t *testing.T, c *framework.Cluster, name string, obj c
 	require.NoError(t, c.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, obj), "%T %s in %s", obj, name, c)
 }
 
-// step returns the status of the workflow step called name, or nil.
-func step(app *v1beta1.Application, name string) *wfv1alpha1.WorkflowStepStatus {
+// exStep returns the status of the workflow step called name, or nil.
+func exStep(app *v1beta1.Application, name string) *wfv1alpha1.WorkflowStepStatus {
 	if app.Status.Workflow == nil {
 		return nil
 	}
@@ -399,16 +409,16 @@ func step(app *v1beta1.Application, name string) *wfv1alpha1.WorkflowStepStatus 
 	return nil
 }
 
-// stepPhase is the phase of step name, "" when it has not started.
-func stepPhase(app *v1beta1.Application, name string) string {
-	if s := step(app, name); s != nil {
+// exStepPhase is the phase of step name, "" when it has not started.
+func exStepPhase(app *v1beta1.Application, name string) string {
+	if s := exStep(app, name); s != nil {
 		return string(s.Phase)
 	}
 	return ""
 }
 
-// serviceClusters lists the clusters of component's services.
-func serviceClusters(app *v1beta1.Application, component string) []string {
+// exServiceClusters lists the clusters of component's services.
+func exServiceClusters(app *v1beta1.Application, component string) []string {
 	var out []string
 	for _, s := range app.Status.Services {
 		if s.Name == component {
@@ -418,9 +428,9 @@ func serviceClusters(app *v1beta1.Application, component string) []string {
 	return out
 }
 
-// serveChartRepo packages the charts of dirs into a Helm repository
+// exServeChartRepo packages the charts of dirs into a Helm repository
 // (index.yaml + .tgz) served over HTTP until t ends, and returns its URL.
-func serveChartRepo(t *testing.T, dirs ...string) string {
+func exServeChartRepo(t *testing.T, dirs ...string) string {
 	t.Helper()
 	root := t.TempDir()
 	for _, dir := range dirs {
@@ -437,9 +447,9 @@ func serveChartRepo(t *testing.T, dirs ...string) string {
 	return srv.URL
 }
 
-// velaWorkflowChartRoot is the charts/ folder of the kubevela/workflow
+// exVelaWorkflowChartRoot is the charts/ folder of the kubevela/workflow
 // module in the Go module cache, as hack/demo.sh finds it.
-func velaWorkflowChartRoot(t *testing.T) string {
+func exVelaWorkflowChartRoot(t *testing.T) string {
 	t.Helper()
 	out, err := exec.Command("go", "mod", "download", "-json", "github.com/kubevela/workflow@v0.7.2").Output()
 	require.NoError(t, err, "go mod download github.com/kubevela/workflow@v0.7.2")
