@@ -164,10 +164,6 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("reading the built-in definitions: %w", err)
 	}
-	engine, err := workflow.NewEngine(direct, workflow.Options{DefaultStepTimeout: o.DefaultStepTimeout, Builtins: steps})
-	if err != nil {
-		return fmt.Errorf("building the workflow engine: %w", err)
-	}
 	// Member clusters are Secrets in the system namespace; the registry gives
 	// a cached client per cluster and resolves topology label selectors.
 	secrets, err := multicluster.NewSecretCache(cfg, scheme, o.SystemNamespace)
@@ -193,7 +189,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return c, err
 	})
 	helmClient := helm.NewClient(helm.NewFactory(helmConfigs), helm.NewFetcher(direct, fetchOpts...), direct)
-	r := controller.New(mgr.GetClient(), direct, mgr.GetEventRecorderFor("oamflow-controller"), engine, o.SystemNamespace, builtins,
+	// Workflow steps serve vela/helm (helm-install) with the same client.
+	engine, err := workflow.NewEngine(direct, workflow.Options{DefaultStepTimeout: o.DefaultStepTimeout, Builtins: steps, Helm: helmClient})
+	if err != nil {
+		return fmt.Errorf("building the workflow engine: %w", err)
+	}
+	recorder := mgr.GetEventRecorderFor("oamflow-controller")
+	r := controller.New(mgr.GetClient(), direct, recorder, engine, o.SystemNamespace, builtins,
 		controller.Options{
 			RevisionLimit:    o.RevisionLimit,
 			StepTimeout:      o.DefaultStepTimeout,
@@ -202,7 +204,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		},
 		controller.WithClusterClients(clusters),
 		controller.WithClusterResolver(clusters),
-		controller.WithHelm(resourcekeeper.NewHelmReleases(helmClient), health.NewHelmReleases(helmClient)))
+		controller.WithHelm(resourcekeeper.NewHelmReleases(helmClient, resourcekeeper.WithReleaseEvents(recorder, mgr.GetClient())),
+			health.NewHelmReleases(helmClient)))
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("registering the Application controller: %w", err)
 	}
