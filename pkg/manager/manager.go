@@ -7,18 +7,23 @@ package manager
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/definitions"
@@ -29,6 +34,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/revision"
+	oamwebhook "github.com/oamflow/oamflow/pkg/webhook"
 	"github.com/oamflow/oamflow/pkg/workflow"
 )
 
@@ -53,6 +59,57 @@ type Options struct {
 	ChartRoot string
 	// ChartCacheBytes bounds the in-memory chart cache.
 	ChartCacheBytes int64
+	// Webhook configures the validating admission webhook (off in
+	// DefaultOptions, on in the oamflow-controller binary).
+	Webhook WebhookOptions
+}
+
+// Webhook registration modes (WebhookOptions.Registration).
+const (
+	// RegisterURL creates (or takes over) the ValidatingWebhookConfiguration
+	// with a URL client config https://<URLHost>:<Port>: the controller
+	// runs outside the cluster, next to a local API server.
+	RegisterURL = "url"
+	// RegisterService patches the caBundle of the configuration the chart
+	// installed (whose clientConfig is the chart's Service).
+	RegisterService = "service"
+	// RegisterAuto is RegisterService when the controller runs in a Pod
+	// without a kubeconfig (no Options.Kubeconfig, no $KUBECONFIG, a
+	// service account mounted), RegisterURL otherwise.
+	RegisterAuto = "auto"
+	// RegisterNone leaves the configuration alone (certificates and
+	// caBundle managed by the user, e.g. cert-manager).
+	RegisterNone = "none"
+)
+
+// WebhookOptions configure the validating admission webhook served by the
+// controller (package webhook).
+type WebhookOptions struct {
+	Enabled bool
+	// Host and Port the webhook server listens on ("" = all interfaces,
+	// except with a URL registration on a loopback URLHost: that host).
+	Host string
+	Port int
+	// CertDir holds user-supplied tls.crt and tls.key (and ca.crt, the
+	// caBundle to register); empty: the controller generates a CA and a
+	// serving certificate and renews them.
+	CertDir string
+	// Registration is RegisterURL, RegisterService or RegisterNone.
+	Registration string
+	// URLHost is the host of the URL registration (127.0.0.1).
+	URLHost string
+	// ServiceName is the Service in front of the controller (in the system
+	// namespace); its DNS names go into the generated certificate.
+	ServiceName string
+	// ConfigurationName is the ValidatingWebhookConfiguration's name.
+	ConfigurationName string
+	// SecretName keeps generated certificates in a Secret of the system
+	// namespace (RegisterService), so that every replica serves the same
+	// CA; RegisterURL keeps them in memory.
+	SecretName string
+	// FailurePolicy for Applications of a URL registration: "Ignore"
+	// (default: a stopped local controller must not block writes) or "Fail".
+	FailurePolicy string
 }
 
 // DefaultOptions returns the defaults of the oamflow-controller flags:
@@ -60,7 +117,11 @@ type Options struct {
 // revisions kept, system namespace oamflow-system, metrics on :8080,
 // probes on :9440, no leader election, 10 step retries, a 10-minute
 // default step timeout, no bundled chart root, a 256 MiB chart cache and
-// a 10-second re-check of unhealthy Applications.
+// a 10-second re-check of unhealthy Applications; the webhook is off
+// (Webhook.Enabled false) so that tests embedding the controller need not
+// serve admission reviews, with port 9443, URL registration on 127.0.0.1,
+// failure policy Ignore and the names oamflow-webhook (Service and
+// configuration) and oamflow-webhook-tls (certificate Secret).
 func DefaultOptions() Options {
 	return Options{
 		Concurrency:            4,
@@ -76,6 +137,15 @@ func DefaultOptions() Options {
 		DefaultStepTimeout:     workflow.DefaultStepTimeout,
 		ChartCacheBytes:        256 << 20,
 		UnhealthyRequeuePeriod: 10 * time.Second,
+		Webhook: WebhookOptions{
+			Port:              9443,
+			Registration:      RegisterURL,
+			URLHost:           "127.0.0.1",
+			ServiceName:       "oamflow-webhook",
+			ConfigurationName: oamwebhook.DefaultConfigurationName,
+			SecretName:        "oamflow-webhook-tls",
+			FailurePolicy:     string(admissionregistrationv1.Ignore),
+		},
 	}
 }
 
@@ -103,6 +173,22 @@ func (o *Options) Validate() error {
 	}
 	if o.DefaultStepTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--default-step-timeout must not be negative, got %s", o.DefaultStepTimeout))
+	}
+	if w := o.Webhook; w.Enabled {
+		if w.Port < 1 || w.Port > 65535 {
+			errs = append(errs, fmt.Errorf("--webhook-port must be a port number, got %d", w.Port))
+		}
+		switch w.Registration {
+		case RegisterURL, RegisterService, RegisterNone, RegisterAuto:
+		default:
+			errs = append(errs, fmt.Errorf("--webhook-registration must be url, service or none, got %q", w.Registration))
+		}
+		if w.FailurePolicy != string(admissionregistrationv1.Ignore) && w.FailurePolicy != string(admissionregistrationv1.Fail) {
+			errs = append(errs, fmt.Errorf("--webhook-failure-policy must be Ignore or Fail, got %q", w.FailurePolicy))
+		}
+		if w.ConfigurationName == "" && w.Registration != RegisterNone {
+			errs = append(errs, errors.New("--webhook-configuration-name must not be empty"))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -139,7 +225,19 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		leNS = o.SystemNamespace
 	}
 	resync := o.ResyncPeriod
+	var certs *oamwebhook.CertHolder
+	var webhookServer webhook.Server
+	if o.Webhook.Enabled {
+		o.Webhook = o.Webhook.resolved(o.Kubeconfig, inCluster)
+		wo := webhook.Options{Host: o.Webhook.Host, Port: o.Webhook.Port, CertDir: o.Webhook.CertDir}
+		if o.Webhook.CertDir == "" {
+			certs = &oamwebhook.CertHolder{}
+			wo.TLSOpts = []func(*tls.Config){certs.TLSOption}
+		}
+		webhookServer = webhook.NewServer(wo)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		WebhookServer:           webhookServer,
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
@@ -147,6 +245,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElectionID:        o.LeaderElectionID,
 		LeaderElectionNamespace: leNS,
 		Cache:                   cache.Options{SyncPeriod: &resync},
+		// Tests run several managers one after another in one process;
+		// each manager has one controller per kind, so the process-wide
+		// unique-name check only gets in their way.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		return fmt.Errorf("building the manager: %w", err)
@@ -214,6 +316,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
+	}
+	if o.Webhook.Enabled {
+		sources := oamwebhook.SourceFactoryFn(func(ns string) appfile.DefinitionSource {
+			return appfile.Chain(appfile.NewClusterSource(direct, ns, o.SystemNamespace), builtins)
+		})
+		if err := setupWebhook(ctx, mgr, direct, certs, sources, o); err != nil {
+			return err
+		}
 	}
 	log.Info("starting", "concurrentReconciles", o.Concurrency, "resyncPeriod", o.ResyncPeriod.String(),
 		"systemNamespace", o.SystemNamespace, "leaderElection", o.LeaderElect, "defaultStepTimeout", o.DefaultStepTimeout.String())

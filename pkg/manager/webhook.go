@@ -1,0 +1,112 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	oamwebhook "github.com/oamflow/oamflow/pkg/webhook"
+)
+
+// setupWebhook registers the admission handlers on the manager's webhook
+// server and makes the API server call them: certificates (generated, or
+// the user's in CertDir) and the ValidatingWebhookConfiguration
+// (registered with a URL, or the chart's with its caBundle patched). The
+// registration happens now, before the manager starts; renewal and the
+// removal of a URL registration on shutdown run with the manager.
+func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, certs *oamwebhook.CertHolder, sources oamwebhook.SourceFactory, o Options) error {
+	w := o.Webhook
+	srv := mgr.GetWebhookServer()
+	srv.Register(oamwebhook.ApplicationPath, &admission.Webhook{Handler: oamwebhook.NewApplicationValidator(sources)})
+	srv.Register(oamwebhook.DefinitionPath, &admission.Webhook{Handler: oamwebhook.NewDefinitionValidator()})
+	if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
+		return err
+	}
+	target := oamwebhook.Target{URL: "https://" + net.JoinHostPort(w.URLHost, strconv.Itoa(w.Port))}
+	if w.Registration == RegisterService {
+		target = oamwebhook.Target{Service: &admissionregistrationv1.ServiceReference{Namespace: o.SystemNamespace, Name: w.ServiceName}}
+	}
+	conf := oamwebhook.ConfigurationOptions{
+		Name:                     w.ConfigurationName,
+		ApplicationFailurePolicy: admissionregistrationv1.FailurePolicyType(w.FailurePolicy),
+	}
+	log := ctrl.Log.WithName("webhook")
+	if certs == nil {
+		// User-supplied certificates: controller-runtime reloads them from
+		// CertDir; ca.crt, when present, is the caBundle to register.
+		if w.Registration == RegisterNone {
+			return nil
+		}
+		ca, err := os.ReadFile(filepath.Join(w.CertDir, "ca.crt"))
+		if err != nil {
+			if w.Registration == RegisterURL {
+				return fmt.Errorf("--webhook-cert-dir %s: a URL registration needs ca.crt: %w", w.CertDir, err)
+			}
+			log.Info("no ca.crt in --webhook-cert-dir: leaving the caBundle to the user", "certDir", w.CertDir)
+			return nil
+		}
+		if w.Registration == RegisterURL {
+			return oamwebhook.Apply(ctx, direct, oamwebhook.Configuration(conf, target, ca))
+		}
+		_, err = oamwebhook.PatchCABundle(ctx, direct, w.ConfigurationName, ca)
+		return err
+	}
+	p := &oamwebhook.Provisioner{
+		Client:        direct,
+		Holder:        certs,
+		Configuration: conf,
+		Target:        target,
+		Register:      w.Registration == RegisterURL,
+	}
+	switch w.Registration {
+	case RegisterService:
+		p.SecretNamespace, p.SecretName = o.SystemNamespace, w.SecretName
+		svc, ns := w.ServiceName, o.SystemNamespace
+		p.Hosts = []string{svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local", svc + "." + ns, svc}
+	default:
+		p.Hosts = []string{w.URLHost, "localhost"}
+		if w.URLHost == "localhost" {
+			p.Hosts = []string{"localhost", "127.0.0.1"}
+		}
+	}
+	if w.Registration == RegisterNone {
+		// Serve generated certificates without publishing the CA (tests,
+		// or a configuration managed elsewhere that skips verification).
+		p.NoPublish = true
+	}
+	if err := p.Provision(ctrl.LoggerInto(ctx, log)); err != nil {
+		return fmt.Errorf("setting up the webhook: %w", err)
+	}
+	return mgr.Add(p)
+}
+
+// resolved turns RegisterAuto into RegisterService or RegisterURL and
+// fills Host for a loopback URL registration.
+func (w WebhookOptions) resolved(kubeconfig string, inCluster func() bool) WebhookOptions {
+	if w.Registration == RegisterAuto {
+		w.Registration = RegisterURL
+		if kubeconfig == "" && os.Getenv("KUBECONFIG") == "" && inCluster() {
+			w.Registration = RegisterService
+		}
+	}
+	if w.Registration == RegisterURL && w.Host == "" && (w.URLHost == "127.0.0.1" || w.URLHost == "localhost" || w.URLHost == "::1") {
+		w.Host = w.URLHost
+	}
+	return w
+}
+
+// inCluster reports whether the process runs in a Pod with a service
+// account token mounted.
+func inCluster() bool {
+	_, err := rest.InClusterConfig()
+	return err == nil
+}

@@ -1,0 +1,233 @@
+// Package webhook is oamflow's validating admission webhook: it refuses
+// Applications that the controller would refuse, at `kubectl apply` time,
+// and definitions whose CUE does not compile.
+//
+// Applications are checked with appfile.Parse against the same definition
+// source the controller reconciles with (the app's namespace, then the
+// system namespace, then vela-system, then the built-in definitions), so
+// the denial message is the controller's Parsed condition message, word
+// for word (`application <ns>/<name> is invalid: <field path>: <what>`).
+//
+// The handlers are plain admission.Handlers; Register adds them to a
+// controller-runtime webhook server, and Configuration builds the
+// ValidatingWebhookConfiguration that makes the API server call them.
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/cuex"
+	"github.com/oamflow/oamflow/pkg/definition"
+)
+
+// Paths served by the webhook server.
+const (
+	ApplicationPath = "/validate-core-oam-dev-v1beta1-application"
+	DefinitionPath  = "/validate-core-oam-dev-v1beta1-definition"
+)
+
+// SourceFactory returns the definitions an Application in namespace is
+// parsed against. The controller's source is
+// appfile.Chain(appfile.NewClusterSource(direct, namespace, systemNamespace), builtins).
+type SourceFactory interface {
+	Source(namespace string) appfile.DefinitionSource
+}
+
+// SourceFactoryFn adapts a function to SourceFactory.
+type SourceFactoryFn func(namespace string) appfile.DefinitionSource
+
+// Source calls fn.
+func (fn SourceFactoryFn) Source(namespace string) appfile.DefinitionSource { return fn(namespace) }
+
+// ApplicationValidator validates Applications on create and on updates
+// that change the spec. Updates that leave the spec alone (finalizers,
+// labels, annotations such as publishVersion) and updates of an
+// Application being deleted are always admitted, so the controller can
+// always remove its finalizer.
+type ApplicationValidator struct {
+	Sources SourceFactory
+	decoder runtime.Decoder
+}
+
+// NewApplicationValidator returns a validator parsing against sources.
+func NewApplicationValidator(sources SourceFactory) *ApplicationValidator {
+	return &ApplicationValidator{Sources: sources, decoder: decoder()}
+}
+
+func decoder() runtime.Decoder {
+	s := runtime.NewScheme()
+	_ = v1beta1.AddToScheme(s)
+	return serializer.NewCodecFactory(s).UniversalDeserializer()
+}
+
+// Handle implements admission.Handler.
+func (v *ApplicationValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	app := &v1beta1.Application{}
+	if _, _, err := v.decoder.Decode(req.Object.Raw, nil, app); err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Application: %w", err))
+	}
+	if app.Namespace == "" {
+		app.Namespace = req.Namespace
+	}
+	if req.Operation == admissionv1.Update {
+		if app.DeletionTimestamp != nil {
+			return admission.Allowed("being deleted")
+		}
+		old := &v1beta1.Application{}
+		if _, _, err := v.decoder.Decode(req.OldObject.Raw, nil, old); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old Application: %w", err))
+		}
+		if equality.Semantic.DeepEqual(old.Spec, app.Spec) {
+			return admission.Allowed("spec unchanged")
+		}
+	}
+	warnings, err := ValidateApplication(ctx, app, v.Sources.Source(app.Namespace))
+	if err != nil {
+		var ie *InvalidError
+		if errors.As(err, &ie) {
+			return admission.Denied(ie.Error()).WithWarnings(warnings...)
+		}
+		// Not the Application's fault (a definition could not be read):
+		// admit it and let the controller report and retry.
+		ctrl.LoggerFrom(ctx).Info("admitting an Application that could not be validated", "application", app.Namespace+"/"+app.Name, "error", err.Error())
+		return admission.Allowed("").WithWarnings(append(warnings, "not validated: "+err.Error())...)
+	}
+	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+// InvalidError is the Application's fault: the controller would set its
+// Parsed condition to InvalidApplication with this message.
+type InvalidError struct{ Err error }
+
+func (e *InvalidError) Error() string { return e.Err.Error() }
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+// ValidateApplication parses app against src as the controller's parse
+// phase does (appfile.Parse, then every workflow step's definition) and
+// returns the parser's warnings. Validation problems come back as an
+// *InvalidError whose message is the controller's condition message; any
+// other error (a definition that cannot be read) is returned as it is.
+func ValidateApplication(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource) ([]string, error) {
+	af, err := appfile.Parse(ctx, app, src)
+	if err == nil {
+		err = resolveSteps(ctx, af)
+	}
+	var ve *appfile.ValidationError
+	var ie *InvalidError
+	switch {
+	case err == nil:
+		return af.Warnings, nil
+	case errors.As(err, &ie):
+		return nil, err
+	case errors.As(err, &ve) || errors.Is(err, appfile.ErrDefinitionNotFound):
+		return nil, &InvalidError{Err: err}
+	default:
+		return nil, err
+	}
+}
+
+// resolveSteps resolves the definition of every workflow step and sub-step,
+// with the controller's messages.
+func resolveSteps(ctx context.Context, af *appfile.AppFile) error {
+	if af.Workflow == nil {
+		return nil
+	}
+	for i, s := range af.Workflow.Steps {
+		if _, err := s.Definition(ctx); err != nil {
+			return &InvalidError{Err: fmt.Errorf("spec.workflow.steps[%d] (%s): type %q: %w", i, s.Name, s.Type, err)}
+		}
+		for j, sub := range s.SubSteps {
+			if _, err := sub.Definition(ctx); err != nil {
+				return &InvalidError{Err: fmt.Errorf("spec.workflow.steps[%d].subSteps[%d] (%s): type %q: %w", i, j, sub.Name, sub.Type, err)}
+			}
+		}
+	}
+	return nil
+}
+
+// DefinitionValidator refuses ComponentDefinitions, TraitDefinitions,
+// PolicyDefinitions and WorkflowStepDefinitions whose CUE (template,
+// health policy, custom status, status details) does not compile. It does
+// not evaluate the template: `oamflow def vet` goes further.
+type DefinitionValidator struct {
+	engine  *cuex.Engine
+	decoder runtime.Decoder
+}
+
+// NewDefinitionValidator returns a DefinitionValidator with its own CUE engine.
+func NewDefinitionValidator() *DefinitionValidator {
+	return &DefinitionValidator{engine: cuex.NewEngine(), decoder: decoder()}
+}
+
+// Handle implements admission.Handler.
+func (v *DefinitionValidator) Handle(_ context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	obj, _, err := v.decoder.Decode(req.Object.Raw, nil, nil)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the definition: %w", err))
+	}
+	def, ok := obj.(client.Object)
+	if !ok || definition.KindOf(def) == "" {
+		return admission.Allowed("not a definition")
+	}
+	if def.GetDeletionTimestamp() != nil {
+		return admission.Allowed("being deleted")
+	}
+	if err := ValidateDefinition(v.engine, def); err != nil {
+		return admission.Denied(err.Error())
+	}
+	return admission.Allowed("")
+}
+
+// ValidateDefinition compiles the CUE of a definition object (its template
+// and its status health policy, custom status and details) and returns
+// `<kind> "<name>" is invalid:` followed by every compile error with its
+// position, one per line; nil when all of it compiles. Definitions without
+// a CUE template pass.
+func ValidateDefinition(engine *cuex.Engine, obj client.Object) error {
+	kind := definition.KindOf(obj)
+	d := &appfile.Definition{Kind: kind, Name: obj.GetName(), Origin: "admission", Object: obj}
+	var problems []string
+	if text := d.Template(); strings.TrimSpace(text) != "" {
+		if _, err := engine.Compile(d.CUESource(), text); err != nil {
+			problems = append(problems, "spec.schematic.cue.template: "+err.Error())
+		}
+	}
+	if st := d.Status(); st != nil {
+		for _, part := range []struct{ field, kind, text string }{
+			{"healthPolicy", "health policy", st.HealthPolicy},
+			{"customStatus", "custom status", st.CustomStatus},
+			{"details", "status details", st.Details},
+		} {
+			if strings.TrimSpace(part.text) == "" {
+				continue
+			}
+			if _, err := engine.Compile(cuex.Source{Kind: part.kind, Name: d.Name}, part.text); err != nil {
+				problems = append(problems, "spec.status."+part.field+": "+err.Error())
+			}
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s %q is invalid:\n  %s", kind, obj.GetName(), strings.Join(problems, "\n  "))
+}

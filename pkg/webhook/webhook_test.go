@@ -1,0 +1,179 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io/fs"
+	"path"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/definitions"
+	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/cuex"
+	"github.com/oamflow/oamflow/pkg/definition"
+)
+
+func TestGenerateCertificates(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	c, err := GenerateCertificates([]string{"127.0.0.1", "localhost"}, time.Hour, now)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(c.CA))
+	pair, err := tls.X509KeyPair(c.Cert, c.Key)
+	require.NoError(t, err)
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	require.NoError(t, err)
+	for _, host := range []string{"127.0.0.1", "localhost"} {
+		_, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: host, CurrentTime: now.Add(30 * time.Minute)})
+		assert.NoError(t, err, host)
+	}
+	_, err = leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1", CurrentTime: now.Add(2 * time.Hour)})
+	assert.Error(t, err, "expired after validity")
+	assert.Equal(t, now.Add(time.Hour), c.NotAfter)
+
+	parsed, err := ParseCertificates(c.CA, c.Cert, c.Key)
+	require.NoError(t, err)
+	assert.Equal(t, c.NotAfter, parsed.NotAfter)
+
+	_, err = GenerateCertificates(nil, time.Hour, now)
+	assert.Error(t, err)
+}
+
+func TestCertHolder(t *testing.T) {
+	h := &CertHolder{}
+	_, err := h.GetCertificate(nil)
+	assert.Error(t, err, "nothing to serve before Set")
+	c, err := GenerateCertificates([]string{"localhost"}, time.Hour, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, h.Set(c))
+	got, err := h.GetCertificate(nil)
+	require.NoError(t, err)
+	assert.NotEmpty(t, got.Certificate)
+	assert.Same(t, c, h.Current())
+}
+
+// TestBuiltinDefinitionsCompile: every definition oamflow ships passes the
+// webhook (the chart installs them while the webhook may be up).
+func TestBuiltinDefinitionsCompile(t *testing.T) {
+	engine := cuex.NewEngine()
+	n := 0
+	err := fs.WalkDir(definitions.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path.Ext(p) != ".cue" {
+			return err
+		}
+		data, err := fs.ReadFile(definitions.FS, p)
+		require.NoError(t, err)
+		f, err := definition.ParseCUE(p, data)
+		require.NoError(t, err, p)
+		obj, err := f.Object("oamflow-system")
+		require.NoError(t, err, p)
+		assert.NoError(t, ValidateDefinition(engine, obj), p)
+		n++
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Greater(t, n, 20)
+}
+
+func TestValidateDefinition(t *testing.T) {
+	engine := cuex.NewEngine()
+	def := func(template, health string) *v1beta1.ComponentDefinition {
+		d := &v1beta1.ComponentDefinition{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
+		d.Spec.Schematic = &common.Schematic{CUE: &common.CUE{Template: template}}
+		if health != "" {
+			d.Spec.Status = &common.Status{HealthPolicy: health}
+		}
+		return d
+	}
+	cases := []struct {
+		reason string
+		obj    *v1beta1.ComponentDefinition
+		err    string
+	}{
+		{"compiles", def("output: {apiVersion: \"v1\", kind: \"ConfigMap\"}", "isHealth: true"), ""},
+		{"no template", def("", ""), ""},
+		{"template syntax error", def("output: {", ""), `component "c" is invalid:` + "\n  spec.schematic.cue.template: "},
+		{"health policy syntax error", def("output: {}", "isHealth: ("), "spec.status.healthPolicy: "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			err := ValidateDefinition(engine, tc.obj)
+			if tc.err == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.err)
+		})
+	}
+}
+
+// review builds an admission request for obj (and old, on update).
+func review(t *testing.T, op admissionv1.Operation, obj, old runtime.Object) admission.Request {
+	t.Helper()
+	raw := func(o runtime.Object) runtime.RawExtension {
+		if o == nil {
+			return runtime.RawExtension{}
+		}
+		b, err := json.Marshal(o)
+		require.NoError(t, err)
+		return runtime.RawExtension{Raw: b}
+	}
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: op, Namespace: "default", Object: raw(obj), OldObject: raw(old),
+	}}
+}
+
+func TestApplicationValidator(t *testing.T) {
+	builtins, err := appfile.NewFSSource(definitions.FS, ".")
+	require.NoError(t, err)
+	v := NewApplicationValidator(SourceFactoryFn(func(string) appfile.DefinitionSource { return builtins }))
+	app := func(props string) *v1beta1.Application {
+		a := &v1beta1.Application{
+			TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String(), Kind: "Application"},
+			ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default"},
+		}
+		a.Spec.Components = []common.ApplicationComponent{{Name: "web", Type: "webservice", Properties: &runtime.RawExtension{Raw: []byte(props)}}}
+		return a
+	}
+	good, bad := app(`{"image":"nginx"}`), app(`{"image":42}`)
+	deleting := bad.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	relabelled := bad.DeepCopy()
+	relabelled.Labels = map[string]string{"x": "y"}
+	cases := []struct {
+		reason  string
+		req     admission.Request
+		allowed bool
+		message string
+	}{
+		{"valid create", review(t, admissionv1.Create, good, nil), true, ""},
+		{"wrong type on create", review(t, admissionv1.Create, bad, nil), false, "application default/a is invalid: spec.components[0].properties.image: "},
+		{"wrong type on update", review(t, admissionv1.Update, bad, good), false, "spec.components[0].properties.image"},
+		{"spec unchanged (the controller's finalizer write)", review(t, admissionv1.Update, relabelled, bad), true, ""},
+		{"being deleted", review(t, admissionv1.Update, deleting, good), true, ""},
+		{"delete", review(t, admissionv1.Delete, nil, bad), true, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			resp := v.Handle(context.Background(), tc.req)
+			assert.Equal(t, tc.allowed, resp.Allowed, resp.Result)
+			if tc.message != "" {
+				require.NotNil(t, resp.Result)
+				assert.Contains(t, resp.Result.Message, tc.message)
+			}
+		})
+	}
+}
