@@ -2,8 +2,11 @@ package multicluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/render"
 )
@@ -116,4 +119,62 @@ func typeName(v any) string {
 	default:
 		return fmt.Sprintf("%T", v)
 	}
+}
+
+// UnknownClustersError says which fields of an Application name clusters
+// that are not registered. It unwraps to the *ClusterNotFoundError
+// (errors.Is ErrClusterNotFound).
+type UnknownClustersError struct {
+	// Fields are "spec.policies[i].properties.clusters[j]: <name>" in
+	// spec order.
+	Fields []string
+	// NotFound lists the unknown names.
+	NotFound *ClusterNotFoundError
+}
+
+func (e *UnknownClustersError) Error() string {
+	return fmt.Sprintf("%s: %v", strings.Join(e.Fields, ", "), e.NotFound)
+}
+
+// Unwrap returns the *ClusterNotFoundError.
+func (e *UnknownClustersError) Unwrap() error { return e.NotFound }
+
+// ValidateTopologies checks, before anything is deployed, that every
+// cluster a topology policy of policies (an Application's
+// spec.policies) names in properties.clusters is registered ("local"
+// always is). The error is an *UnknownClustersError naming each field
+// (spec.policies[i].properties.clusters[j]) and the unknown names; other
+// errors are those of reading the registry. Properties that do not decode
+// or are not a list of names are left to the policy's own validation.
+func (r *Registry) ValidateTopologies(ctx context.Context, policies []common.AppPolicy) error {
+	var fields []string
+	unknown := map[string]bool{}
+	for i, p := range policies {
+		if p.Type != appfile.PolicyTopology {
+			continue
+		}
+		props, err := appfile.DecodeProperties(p.Properties)
+		if err != nil {
+			continue
+		}
+		list, _ := props["clusters"].([]any)
+		for j, v := range list {
+			name, ok := v.(string)
+			if !ok || IsLocal(name) {
+				continue
+			}
+			err := r.ValidateClusters(ctx, []string{name})
+			switch {
+			case errors.Is(err, ErrClusterNotFound):
+				fields = append(fields, fmt.Sprintf("spec.policies[%d].properties.clusters[%d]: %q", i, j, name))
+				unknown[name] = true
+			case err != nil:
+				return fmt.Errorf("spec.policies[%d] (%s): checking cluster %q: %w", i, p.Name, name, err)
+			}
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	return &UnknownClustersError{Fields: fields, NotFound: &ClusterNotFoundError{Names: sortedKeys(unknown), Namespace: r.namespace}}
 }
