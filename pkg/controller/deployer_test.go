@@ -3,9 +3,16 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/pkg/multicluster"
 
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/workflow"
@@ -46,4 +53,52 @@ func TestRenderOptionsCarryTheTargetClusterVersion(t *testing.T) {
 			assert.Equal(t, c.cluster, got.Cluster)
 		})
 	}
+}
+
+// registryLike resolves selectors and refuses unknown cluster names like
+// the cluster registry does.
+type registryLike struct{ render.StaticClusters }
+
+func (r registryLike) ValidateTopologies(_ context.Context, policies []common.AppPolicy) error {
+	for i, p := range policies {
+		if p.Type == "topology" && strings.Contains(string(p.Properties.Raw), "member-9") {
+			return &multicluster.UnknownClustersError{
+				Fields:   []string{fmt.Sprintf("spec.policies[%d].properties.clusters[0]: %q", i, "member-9")},
+				NotFound: &multicluster.ClusterNotFoundError{Names: []string{"member-9"}, Namespace: "oamflow-system"},
+			}
+		}
+	}
+	return nil
+}
+
+// TestUnknownClusterIsRefusedBeforeDeploying: a topology naming a cluster
+// that is not registered fails validation with the field path, and
+// nothing is applied.
+func TestUnknownClusterIsRefusedBeforeDeploying(t *testing.T) {
+	h := newHarness(t, harnessOpt{with: []Option{WithClusterResolver(registryLike{})}})
+	app := h.app("lost", `
+components:
+- name: web
+  type: webservice
+  properties: {image: "nginx"}
+policies:
+- name: here
+  type: topology
+  properties: {clusters: [local]}
+- name: there
+  type: topology
+  properties: {clusters: [member-9]}
+`)
+	res, err := h.reconcile(app)
+	require.NoError(t, err, "an invalid Application is not retried")
+	assert.Zero(t, res.RequeueAfter)
+	got := h.get(app)
+	assert.Equal(t, common.ApplicationWorkflowFailed, got.Status.Phase)
+	parsed := meta.FindStatusCondition(got.Status.Conditions, ConditionParsed)
+	require.NotNil(t, parsed)
+	assert.Equal(t, ReasonInvalidApplication, parsed.Reason)
+	assert.Contains(t, parsed.Message, `spec.policies[1].properties.clusters[0]: "member-9"`)
+	_, ok := h.deployment("web")
+	assert.False(t, ok, "nothing is applied, not even on the hub")
+	assert.Empty(t, h.revisions("lost"))
 }

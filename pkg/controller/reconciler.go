@@ -400,6 +400,9 @@ func (r *Reconciler) parse(ctx context.Context, s *scope) error {
 	if err == nil {
 		err = resolveSteps(ctx, af)
 	}
+	if err == nil {
+		err = r.validateTopologies(ctx, app)
+	}
 	if err != nil {
 		err = classifyParse(err)
 		setParsedCondition(app, "", err)
@@ -442,6 +445,27 @@ func resolveSteps(ctx context.Context, af *appfile.AppFile) error {
 		}
 	}
 	return nil
+}
+
+// topologyValidator checks the clusters topology policies name
+// (multicluster.Registry implements it next to render.ClusterResolver).
+type topologyValidator interface {
+	ValidateTopologies(ctx context.Context, policies []common.AppPolicy) error
+}
+
+// validateTopologies refuses, before anything is deployed, topology
+// policies naming clusters that are not registered (a user error naming
+// the fields).
+func (r *Reconciler) validateTopologies(ctx context.Context, app *v1beta1.Application) error {
+	v, ok := r.resolver.(topologyValidator)
+	if !ok {
+		return nil
+	}
+	err := v.ValidateTopologies(ctx, app.Spec.Policies)
+	if errors.Is(err, multicluster.ErrClusterNotFound) {
+		return &userError{err: err}
+	}
+	return err
 }
 
 // revision picks the revision to deploy: the latest one when the app was
