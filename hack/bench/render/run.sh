@@ -4,7 +4,13 @@
 # by -d (copies of the built-ins, including workflow steps that import
 # provider packages, under new names). Prints the median wall time of RUNS
 # runs (default 10) and the user+system CPU time, using hyperfine when it
-# is installed and a plain loop otherwise.
+# is installed and a plain loop otherwise (median, min and max). Also
+# prints the time the binary spends initializing packages before main
+# (GODEBUG=inittrace=1, summed), and how many packages it initializes:
+# start-up is most of a dry-run's time, and every package linked into
+# cmd/oamflow adds to it. The machine is shared: the load average is
+# printed with the numbers, and wall times taken under load are not
+# comparable with the target.
 #
 #   hack/bench/render/run.sh            # build bin/oamflow, then measure
 #   RUNS=30 hack/bench/render/run.sh
@@ -56,12 +62,20 @@ for _ in $(seq "$RUNS"); do
   cpu+=("$(awk '{printf "%d", ($1 + $2) * 1000}' <<< "$t")")
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : int((a[NR/2] + a[NR/2+1]) / 2)}'; }
+range() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print "min " a[1] ", max " a[NR]}'; }
 echo "runs: $RUNS  wall ms: ${times[*]}"
-echo "median wall: $(median "${times[@]}") ms   median user+sys CPU: $(median "${cpu[@]}") ms   load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "median wall: $(median "${times[@]}") ms ($(range "${times[@]}"))   median user+sys CPU: $(median "${cpu[@]}") ms ($(range "${cpu[@]}"))   load: $(cut -d' ' -f1-3 /proc/loadavg)"
 # Start-up alone, for comparison: the same binary printing its version.
 vcpu=()
 for _ in $(seq "$RUNS"); do
   t=$( { /usr/bin/time -f "%U %S" "$BIN" version > /dev/null; } 2>&1 )
   vcpu+=("$(awk '{printf "%d", ($1 + $2) * 1000}' <<< "$t")")
 done
-echo "start-up only (oamflow version): median user+sys CPU $(median "${vcpu[@]}") ms"
+echo "start-up only (oamflow version): median user+sys CPU $(median "${vcpu[@]}") ms ($(range "${vcpu[@]}"))"
+# Package initialization before main, summed over packages (ms of clock).
+inits=()
+for _ in $(seq "$RUNS"); do
+  inits+=("$(GODEBUG=inittrace=1 "$BIN" version 2>&1 > /dev/null | awk '$1 == "init" {s += $5; n++} END {printf "%d", s}')")
+done
+npkg=$(GODEBUG=inittrace=1 "$BIN" version 2>&1 > /dev/null | awk '$1 == "init" {n++} END {print n}')
+echo "package init (GODEBUG=inittrace=1): median $(median "${inits[@]}") ms ($(range "${inits[@]}")), $npkg packages with init work; binary $(( $(stat -c %s "$BIN") / 1048576 )) MiB"
