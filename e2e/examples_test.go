@@ -243,6 +243,15 @@ func checkWorkflow(t *testing.T, x *examplesEnv) {
 	require.Len(t, d.Spec.Template.Spec.Containers, 1)
 	assert.Equal(t, []corev1.EnvVar{{Name: "BACKEND_URL", Value: "http://" + svc.Spec.ClusterIP + ":5678"}}, d.Spec.Template.Spec.Containers[0].Env,
 		"deploy-backend's output reached deploy-frontend's properties")
+
+	// Applying the same file again changes nothing: no new revision, and
+	// the workflow (with its approval) does not run again.
+	_, err = framework.Oamflow(t, x.hub.Kubeconfig, "up", "-f", x.appFile(t, "workflow"), "--wait", "--timeout", "1m")
+	require.NoError(t, err)
+	app = x.requireRunning(t, "workflow")
+	require.NotNil(t, app.Status.LatestRevision)
+	assert.Equal(t, "workflow-v1", app.Status.LatestRevision.Name)
+	assert.Equal(t, "succeeded", exStepPhase(app, "approve"))
 }
 
 func checkHelmRepo(t *testing.T, x *examplesEnv) {
