@@ -67,6 +67,24 @@ type Options struct {
 // Option injects a dependency.
 type Option func(*Reconciler)
 
+// Metrics observes reconciles (package metrics' Recorder implements it).
+type Metrics interface {
+	// ObservePhase records one phase (parse, revision, ...) of a reconcile.
+	ObservePhase(phase string, d time.Duration, err error)
+	// ObserveReconcile records a whole reconcile: the Application as it
+	// was found (after the finalizer write) and as it is left.
+	ObserveReconcile(before, after *v1beta1.Application, d time.Duration, err error)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) ObservePhase(string, time.Duration, error) {}
+
+func (noMetrics) ObserveReconcile(_, _ *v1beta1.Application, _ time.Duration, _ error) {}
+
+// WithMetrics makes the Reconciler report to m (default: nothing).
+func WithMetrics(m Metrics) Option { return func(r *Reconciler) { r.metrics = m } }
+
 // WithParser replaces appfile.Parse.
 func WithParser(p Parser) Option { return func(r *Reconciler) { r.parser = p } }
 
@@ -122,6 +140,7 @@ type Reconciler struct {
 	clients       multicluster.ClusterClients
 	resolver      render.ClusterResolver
 	engines       chan *cuex.Engine
+	metrics       Metrics
 }
 
 // New returns a Reconciler. c reads Applications and definitions (a cached
@@ -152,6 +171,7 @@ func New(c, direct client.Client, recorder record.EventRecorder, wf WorkflowRunn
 		parser:    ParserFn(appfile.Parse),
 		renderer:  RendererFn(render.RenderComponent),
 		clients:   multicluster.HubOnly{Hub: direct},
+		metrics:   noMetrics{},
 	}
 	r.sources = SourceFactoryFn(func(app *v1beta1.Application) appfile.DefinitionSource {
 		return appfile.Chain(appfile.NewClusterSource(c, app.Namespace, systemNamespace), builtins)
@@ -283,6 +303,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if !app.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, app)
 	}
+	start := time.Now()
 	s := &scope{app: app, log: log}
 	if err := r.prepare(ctx, s); err != nil {
 		return ctrl.Result{}, err
@@ -304,6 +325,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			return
 		}
 		r.summarize(s, retErr)
+		r.metrics.ObserveReconcile(s.before, app, time.Since(start), retErr)
 		if err := r.patchStatus(ctx, s); err != nil {
 			if apierrors.IsConflict(err) && retErr == nil {
 				// Someone (a workflow operation, a spec edit) wrote in
@@ -330,7 +352,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		{"workflow", r.runWorkflow},
 		{"health", r.checkHealth},
 	} {
-		if err := p.run(ctx, s); err != nil {
+		began := time.Now()
+		err := p.run(ctx, s)
+		r.metrics.ObservePhase(p.name, time.Since(began), err)
+		if err != nil {
 			if isUserError(err) {
 				log.V(1).Info("application cannot be deployed as written", "phase", p.name, "reason", err.Error())
 				return ctrl.Result{}, nil
