@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -29,6 +31,52 @@ type appDeployer struct {
 	// resolver selects clusters by label for topology policies (nil:
 	// selectors cannot be resolved).
 	resolver render.ClusterResolver
+	// clients read the objects ref-objects components reference.
+	clients multicluster.ClusterClients
+	// prerendered holds the render phase's results for the run's first
+	// pass (nil: none).
+	prerendered *renderCache
+}
+
+// renderCache holds components rendered by the render phase with their
+// own properties for the hub and the Application's namespace; each is
+// handed out once, to the step that applies it in the same reconcile.
+type renderCache struct {
+	mu  sync.Mutex
+	af  *appfile.AppFile
+	res map[string][]render.Resource
+}
+
+func newRenderCache(af *appfile.AppFile) *renderCache {
+	return &renderCache{af: af, res: map[string][]render.Resource{}}
+}
+
+func (c *renderCache) put(component string, res []render.Resource) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.res[component] = res
+}
+
+// take returns (and forgets) the rendering of req when it was made for the
+// same AppFile, placement and properties.
+func (c *renderCache) take(af *appfile.AppFile, req workflow.ComponentRequest) ([]render.Resource, bool) {
+	if c == nil || af != c.af || req.Cluster != "" || req.Namespace != "" {
+		return nil, false
+	}
+	comp := af.Component(req.Name)
+	if comp == nil {
+		return nil, false
+	}
+	if len(req.Properties) > 0 || len(comp.Properties) > 0 {
+		if !equality.Semantic.DeepEqual(req.Properties, comp.Properties) {
+			return nil, false
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res, ok := c.res[req.Name]
+	delete(c.res, req.Name)
+	return res, ok
 }
 
 var (
@@ -109,8 +157,25 @@ func withProperties(af *appfile.AppFile, name string, props map[string]any) *app
 	return &cp
 }
 
+// Render renders the component of req (reusing the render phase's
+// result when it fits) and resolves the references of ref-objects
+// components into the objects to apply.
 func (d *appDeployer) Render(ctx context.Context, req workflow.ComponentRequest) ([]render.Resource, error) {
-	return d.renderer.RenderComponent(ctx, withProperties(d.af, req.Name, req.Properties), req.Name, d.options(ctx, req))
+	res, ok := d.prerendered.take(d.af, req)
+	opts := d.options(ctx, req)
+	if !ok {
+		var err error
+		res, err = d.renderer.RenderComponent(ctx, withProperties(d.af, req.Name, req.Properties), req.Name, opts)
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range res {
+		if r.Reference {
+			return resolveReferences(ctx, d.clients, d.af, d.af.Component(req.Name), opts, res)
+		}
+	}
+	return res, nil
 }
 
 func (d *appDeployer) Apply(ctx context.Context, cluster string, objs []*unstructured.Unstructured) error {

@@ -495,13 +495,61 @@ components:
   type: webservice
   properties: {image: "nginx"}
 `)
-	got := h.until(app, true, 30*time.Second, func(a *v1beta1.Application) bool { return a.Status.Workflow != nil && a.Status.Workflow.Finished })
+	res, err := h.reconcile(app)
+	require.NoError(t, err, "a render failure is the Application's: not retried")
+	assert.Zero(t, res.RequeueAfter)
+	got := h.get(app)
 	assert.Equal(t, common.ApplicationWorkflowFailed, got.Status.Phase)
-	wc := meta.FindStatusCondition(got.Status.Conditions, ConditionWorkflow)
-	assert.Contains(t, wc.Message, "broken")
-	assert.Contains(t, wc.Message, "output.spec.replicas")
-	_, ok := h.deployment("broken")
-	assert.False(t, ok)
+	rc := meta.FindStatusCondition(got.Status.Conditions, ConditionRender)
+	require.NotNil(t, rc)
+	assert.Equal(t, metav1.ConditionFalse, rc.Status)
+	assert.Equal(t, ReasonRenderFailed, rc.Reason)
+	assert.Contains(t, rc.Message, "spec.components[1]")
+	assert.Contains(t, rc.Message, "broken")
+	assert.Contains(t, rc.Message, "output.spec.replicas")
+	ready := meta.FindStatusCondition(got.Status.Conditions, ConditionReady)
+	assert.Equal(t, ReasonRenderFailed, ready.Reason)
+	assert.Contains(t, strings.Join(h.events(), "\n"), "Warning WorkflowFailed")
+	assert.Nil(t, got.Status.Workflow, "the workflow did not start")
+	for _, name := range []string{"ok", "broken"} {
+		_, ok := h.deployment(name)
+		assert.False(t, ok, "nothing of the revision is applied (%s)", name)
+	}
+
+	// Later reconciles (resyncs) fail the same way; once the conditions
+	// name the stored revision, they write nothing.
+	_, err = h.reconcile(app)
+	require.NoError(t, err)
+	h.writes.Store(0)
+	_, err = h.reconcile(app)
+	require.NoError(t, err)
+	assert.Zero(t, h.writes.Load())
+	assert.Equal(t, common.ApplicationWorkflowFailed, h.get(app).Status.Phase)
+}
+
+func TestRenderConditionOnSuccess(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	app := h.app("rok", `
+components:
+- name: web
+  type: webservice
+  properties: {image: "nginx"}
+- name: api
+  type: webservice
+  dependsOn: [web]
+  inputs:
+  - {from: web-image, parameterKey: image}
+  properties: {image: "placeholder"}
+`)
+	_, err := h.reconcile(app)
+	require.NoError(t, err)
+	got := h.get(app)
+	rc := meta.FindStatusCondition(got.Status.Conditions, ConditionRender)
+	require.NotNil(t, rc)
+	assert.Equal(t, metav1.ConditionTrue, rc.Status)
+	assert.Equal(t, ReasonRendered, rc.Reason)
+	assert.Equal(t, "1 components rendered; 1 wait for workflow inputs and render in their step", rc.Message)
+	assert.Equal(t, common.ApplicationRunningWorkflow, got.Status.Phase)
 }
 
 func TestPanicIsRecovered(t *testing.T) {

@@ -21,6 +21,7 @@ const (
 	ConditionParsed   = "Parsed"
 	ConditionRevision = "Revision"
 	ConditionPolicy   = "Policy"
+	ConditionRender   = "Render"
 	ConditionWorkflow = "Workflow"
 	ConditionReady    = "Ready"
 )
@@ -39,6 +40,12 @@ const (
 	ReasonPoliciesReady = "PoliciesReady"
 	ReasonInvalidPolicy = "InvalidPolicy"
 	ReasonPolicyError   = "PolicyError"
+
+	// ReasonRenderFailed: a component's template failed with its
+	// properties; like the Invalid reasons it is the user's (or the
+	// definition author's) to fix and ends the run as workflowFailed.
+	ReasonRendered     = "Rendered"
+	ReasonRenderFailed = "RenderFailed"
 
 	ReasonWorkflowSucceeded  = "WorkflowSucceeded"
 	ReasonWorkflowRunning    = "WorkflowRunning"
@@ -118,6 +125,23 @@ func setPolicyCondition(app *v1beta1.Application, policies int, err error) {
 	}
 }
 
+// setRenderCondition records the render phase: how many components were
+// rendered and how many wait for workflow inputs (rendered by their
+// step), or the component that failed (always the user's: a template
+// evaluated with the revision's properties and definitions fails the same
+// way every time).
+func setRenderCondition(app *v1beta1.Application, rendered, deferred int, err error) {
+	if err != nil {
+		setCondition(app, ConditionRender, false, ReasonRenderFailed, err.Error())
+		return
+	}
+	msg := fmt.Sprintf("%d components rendered", rendered)
+	if deferred > 0 {
+		msg += fmt.Sprintf("; %d wait for workflow inputs and render in their step", deferred)
+	}
+	setCondition(app, ConditionRender, true, ReasonRendered, msg)
+}
+
 // setWorkflowCondition records the workflow phase from status.workflow, or
 // the error that stopped it (a *userError: InvalidWorkflow).
 func setWorkflowCondition(app *v1beta1.Application, err error) {
@@ -171,6 +195,12 @@ func failureMessage(st *common.WorkflowStatus) string {
 	return "the workflow failed"
 }
 
+// phaseConditions are the conditions of the reconcile phases in order;
+// Ready sums them up.
+func phaseConditions() []string {
+	return []string{ConditionParsed, ConditionRevision, ConditionPolicy, ConditionRender, ConditionWorkflow}
+}
+
 // readyInput is what the health phase learned.
 type readyInput struct {
 	// checked is true when the health phase ran (workflow succeeded).
@@ -185,7 +215,7 @@ type readyInput struct {
 // succeeded and every service is healthy; otherwise False with the reason
 // of the first phase that is not done.
 func setReadyCondition(app *v1beta1.Application, in readyInput) {
-	for _, typ := range []string{ConditionParsed, ConditionRevision, ConditionPolicy, ConditionWorkflow} {
+	for _, typ := range phaseConditions() {
 		c := meta.FindStatusCondition(app.Status.Conditions, typ)
 		if c == nil {
 			setCondition(app, ConditionReady, false, ReasonNotReady, fmt.Sprintf("%s has not been checked yet", typ))
@@ -269,6 +299,12 @@ func computePhase(app *v1beta1.Application) common.ApplicationPhase {
 		}
 		return common.ApplicationPolicyGenerating
 	}
+	if c := cond(ConditionRender); c == nil || c.Status != metav1.ConditionTrue {
+		if c != nil && c.Reason == ReasonRenderFailed {
+			return common.ApplicationWorkflowFailed
+		}
+		return common.ApplicationRendering
+	}
 	wf := cond(ConditionWorkflow)
 	if wf == nil {
 		return common.ApplicationRunningWorkflow
@@ -300,7 +336,7 @@ func phaseEvent(app *v1beta1.Application, phase common.ApplicationPhase) (eventT
 	}
 	reason = phaseReason(phase)
 	msg = fmt.Sprintf("phase %s", phase)
-	for _, typ := range []string{ConditionParsed, ConditionRevision, ConditionPolicy, ConditionWorkflow, ConditionReady} {
+	for _, typ := range append(phaseConditions(), ConditionReady) {
 		c := meta.FindStatusCondition(app.Status.Conditions, typ)
 		if c != nil && c.Status != metav1.ConditionTrue {
 			return eventType, reason, msg + ": " + c.Message

@@ -28,6 +28,7 @@ var (
 	parsedOK  statusMod = func(a *v1beta1.Application) { setParsedCondition(a, "src", nil) }
 	revOK     statusMod = func(a *v1beta1.Application) { setRevisionCondition(a, "shop-v1", true, "FirstRevision", nil) }
 	policyOK  statusMod = func(a *v1beta1.Application) { setPolicyCondition(a, 0, nil) }
+	renderOK  statusMod = func(a *v1beta1.Application) { setRenderCondition(a, 1, 0, nil) }
 	wfSuccess statusMod = func(a *v1beta1.Application) {
 		a.Status.Workflow = &common.WorkflowStatus{AppRevision: "shop-v1", Status: wfv1alpha1.WorkflowStateSucceeded, Finished: true}
 		setWorkflowCondition(a, nil)
@@ -67,16 +68,20 @@ func TestComputePhase(t *testing.T) {
 		{"an invalid policy fails", appWith(parsedOK, revOK, func(a *v1beta1.Application) {
 			setPolicyCondition(a, 0, &userError{err: errors.New("spec.policies[0].properties.rules: want a list")})
 		}), common.ApplicationWorkflowFailed},
-		{"workflow running", appWith(parsedOK, revOK, policyOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateExecuting})), common.ApplicationRunningWorkflow},
-		{"workflow suspended", appWith(parsedOK, revOK, policyOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateSuspending, Suspend: true})), common.ApplicationWorkflowSuspending},
-		{"workflow terminated", appWith(parsedOK, revOK, policyOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateTerminated, Finished: true})), common.ApplicationWorkflowTerminated},
-		{"workflow failed", appWith(parsedOK, revOK, policyOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateFailed, Finished: true})), common.ApplicationWorkflowFailed},
-		{"an invalid workflow fails", appWith(parsedOK, revOK, policyOK, func(a *v1beta1.Application) {
+		{"components not rendered yet", appWith(parsedOK, revOK, policyOK), common.ApplicationRendering},
+		{"a component that fails to render fails the run", appWith(parsedOK, revOK, policyOK, func(a *v1beta1.Application) {
+			setRenderCondition(a, 0, 0, &userError{err: errors.New(`spec.components[0]: component "web": output.spec.replicas: conflicting values`)})
+		}), common.ApplicationWorkflowFailed},
+		{"workflow running", appWith(parsedOK, revOK, policyOK, renderOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateExecuting})), common.ApplicationRunningWorkflow},
+		{"workflow suspended", appWith(parsedOK, revOK, policyOK, renderOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateSuspending, Suspend: true})), common.ApplicationWorkflowSuspending},
+		{"workflow terminated", appWith(parsedOK, revOK, policyOK, renderOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateTerminated, Finished: true})), common.ApplicationWorkflowTerminated},
+		{"workflow failed", appWith(parsedOK, revOK, policyOK, renderOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateFailed, Finished: true})), common.ApplicationWorkflowFailed},
+		{"an invalid workflow fails", appWith(parsedOK, revOK, policyOK, renderOK, func(a *v1beta1.Application) {
 			setWorkflowCondition(a, &userError{err: errors.New("spec.workflow.ref: unsupported")})
 		}), common.ApplicationWorkflowFailed},
-		{"succeeded and healthy", appWith(parsedOK, revOK, policyOK, wfSuccess, services(common.ApplicationComponentStatus{Name: "web", Healthy: true}), ready(readyInput{checked: true})), common.ApplicationRunning},
-		{"succeeded but unhealthy", appWith(parsedOK, revOK, policyOK, wfSuccess, services(common.ApplicationComponentStatus{Name: "web"}), ready(readyInput{checked: true})), common.ApplicationUnhealthy},
-		{"succeeded, garbage collection failing", appWith(parsedOK, revOK, policyOK, wfSuccess, ready(readyInput{checked: true, gcErr: errors.New("forbidden")})), common.ApplicationUnhealthy},
+		{"succeeded and healthy", appWith(parsedOK, revOK, policyOK, renderOK, wfSuccess, services(common.ApplicationComponentStatus{Name: "web", Healthy: true}), ready(readyInput{checked: true})), common.ApplicationRunning},
+		{"succeeded but unhealthy", appWith(parsedOK, revOK, policyOK, renderOK, wfSuccess, services(common.ApplicationComponentStatus{Name: "web"}), ready(readyInput{checked: true})), common.ApplicationUnhealthy},
+		{"succeeded, garbage collection failing", appWith(parsedOK, revOK, policyOK, renderOK, wfSuccess, ready(readyInput{checked: true, gcErr: errors.New("forbidden")})), common.ApplicationUnhealthy},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -98,13 +103,16 @@ func TestSetReadyCondition(t *testing.T) {
 		{"the first failing phase explains", appWith(func(a *v1beta1.Application) {
 			setParsedCondition(a, "", &userError{err: errors.New(`spec.components[0].type: component type "nope" not found`)})
 		}), readyInput{}, metav1.ConditionFalse, ReasonInvalidApplication, `spec.components[0].type: component type "nope" not found`},
-		{"workflow still running", appWith(parsedOK, revOK, policyOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateExecuting})), readyInput{}, metav1.ConditionFalse, ReasonWorkflowRunning, "the workflow is running"},
-		{"healthy", appWith(parsedOK, revOK, policyOK, wfSuccess, services(common.ApplicationComponentStatus{Name: "web", Healthy: true})), readyInput{checked: true}, metav1.ConditionTrue, ReasonRunning, "1 components healthy"},
-		{"unhealthy names the components", appWith(parsedOK, revOK, policyOK, wfSuccess, services(
+		{"render failure explains", appWith(parsedOK, revOK, policyOK, func(a *v1beta1.Application) {
+			setRenderCondition(a, 0, 0, &userError{err: errors.New(`spec.components[1]: component "db": output.spec.image: incomplete value string`)})
+		}), readyInput{}, metav1.ConditionFalse, ReasonRenderFailed, `spec.components[1]: component "db"`},
+		{"workflow still running", appWith(parsedOK, revOK, policyOK, renderOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateExecuting})), readyInput{}, metav1.ConditionFalse, ReasonWorkflowRunning, "the workflow is running"},
+		{"healthy", appWith(parsedOK, revOK, policyOK, renderOK, wfSuccess, services(common.ApplicationComponentStatus{Name: "web", Healthy: true})), readyInput{checked: true}, metav1.ConditionTrue, ReasonRunning, "1 components healthy"},
+		{"unhealthy names the components", appWith(parsedOK, revOK, policyOK, renderOK, wfSuccess, services(
 			common.ApplicationComponentStatus{Name: "web", Healthy: true},
 			common.ApplicationComponentStatus{Name: "db", Cluster: "east", Message: "0/1 replicas ready"},
 		)), readyInput{checked: true}, metav1.ConditionFalse, ReasonUnhealthy, "unhealthy: db@east: 0/1 replicas ready"},
-		{"health check error", appWith(parsedOK, revOK, policyOK, wfSuccess), readyInput{checked: true, healthErr: errors.New("reading Deployment default/web: timeout")}, metav1.ConditionFalse, ReasonHealthCheckError, "reading Deployment default/web: timeout"},
+		{"health check error", appWith(parsedOK, revOK, policyOK, renderOK, wfSuccess), readyInput{checked: true, healthErr: errors.New("reading Deployment default/web: timeout")}, metav1.ConditionFalse, ReasonHealthCheckError, "reading Deployment default/web: timeout"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -163,7 +171,7 @@ func TestPhaseEvent(t *testing.T) {
 	assert.Equal(t, "WorkflowFailed", reason)
 	assert.Equal(t, "phase workflowFailed: spec.components[0].type: not found", msg)
 
-	ok := appWith(parsedOK, revOK, policyOK, wfSuccess, ready(readyInput{checked: true}))
+	ok := appWith(parsedOK, revOK, policyOK, renderOK, wfSuccess, ready(readyInput{checked: true}))
 	typ, reason, _ = phaseEvent(ok, common.ApplicationRunning)
 	assert.Equal(t, corev1.EventTypeNormal, typ)
 	assert.Equal(t, "Running", reason)
@@ -198,6 +206,35 @@ func TestNeedsReconcile(t *testing.T) {
 			n.ResourceVersion = "11"
 			tc.mod(n)
 			assert.Equal(t, tc.want, needsReconcile(base, n))
+		})
+	}
+}
+
+func TestSetRenderCondition(t *testing.T) {
+	cases := []struct {
+		reason             string
+		rendered, deferred int
+		err                error
+		status             metav1.ConditionStatus
+		wantReason         string
+		msg                string
+	}{
+		{"all rendered", 2, 0, nil, metav1.ConditionTrue, ReasonRendered, "2 components rendered"},
+		{"some wait for inputs", 1, 1, nil, metav1.ConditionTrue, ReasonRendered, "1 components rendered; 1 wait for workflow inputs and render in their step"},
+		{"a failure names the component and field", 0, 0, &userError{err: errors.New(`spec.components[0]: component "web": output.spec.replicas: conflicting values 1 and "x"`)},
+			metav1.ConditionFalse, ReasonRenderFailed, `spec.components[0]: component "web": output.spec.replicas`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			app := appWith()
+			setRenderCondition(app, tc.rendered, tc.deferred, tc.err)
+			c := meta.FindStatusCondition(app.Status.Conditions, ConditionRender)
+			if assert.NotNil(t, c) {
+				assert.Equal(t, tc.status, c.Status)
+				assert.Equal(t, tc.wantReason, c.Reason)
+				assert.Equal(t, tc.msg, c.Message[:min(len(c.Message), len(tc.msg))])
+				assert.Equal(t, int64(3), c.ObservedGeneration)
+			}
 		})
 	}
 }
