@@ -144,7 +144,18 @@ func checkBasicWebservice(t *testing.T, x *examplesEnv) {
 	out, err := framework.Oamflow(t, x.hub.Kubeconfig, "status", "basic-webservice")
 	require.NoError(t, err)
 	assert.Contains(t, out, "running")
-	assert.Contains(t, out, "hello")
+	assert.Regexp(t, `hello\s+local\s+default\s+yes\s+Ready:3/3`, out, "the service line")
+	out, err = framework.Oamflow(t, x.hub.Kubeconfig, "status", "basic-webservice", "--tree")
+	require.NoError(t, err)
+	assert.Contains(t, out, "(trait expose)")
+	assert.NotContains(t, out, "MISSING")
+
+	_, err = framework.Oamflow(t, x.hub.Kubeconfig, "delete", "basic-webservice", "--wait")
+	require.NoError(t, err)
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
+		err := x.hub.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "hello"}, obj)
+		assert.True(t, apierrors.IsNotFound(err), "%T hello is deleted with the Application: %v", obj, err)
+	}
 }
 
 func checkTraitsOnLists(t *testing.T, x *examplesEnv) {
@@ -325,6 +336,10 @@ func checkCustomDefinition(t *testing.T, x *examplesEnv) {
 		}
 	}
 	assert.Regexp(t, `^\d+ disruptions allowed$`, budget, "the trait's customStatus")
+	out, err = framework.Oamflow(t, x.hub.Kubeconfig, "status", "custom-definition", "--detail")
+	require.NoError(t, err)
+	assert.Contains(t, out, "disruption-budget")
+	assert.Contains(t, out, "disruptions allowed")
 
 	pdb := &policyv1.PodDisruptionBudget{}
 	x.get(t, x.hub, "catalog", pdb)
