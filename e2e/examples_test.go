@@ -335,11 +335,11 @@ func checkCustomDefinition(t *testing.T, x *examplesEnv) {
 			budget = tr.Message
 		}
 	}
-	assert.Regexp(t, `^\d+ disruptions allowed$`, budget, "the trait's customStatus")
+	assert.Regexp(t, `^disruptions allowed: \d+$`, budget, "the trait's customStatus")
 	out, err = framework.Oamflow(t, x.hub.Kubeconfig, "status", "custom-definition", "--detail")
 	require.NoError(t, err)
 	assert.Contains(t, out, "disruption-budget")
-	assert.Contains(t, out, "disruptions allowed")
+	assert.Contains(t, out, "disruptions allowed: ")
 
 	pdb := &policyv1.PodDisruptionBudget{}
 	x.get(t, x.hub, "catalog", pdb)
