@@ -356,6 +356,21 @@ func checkCustomDefinition(t *testing.T, x *examplesEnv) {
 		"replicas": "2",
 		"note":     "first release of the catalog",
 	}, cm.Data)
+
+	// As the README says: a changed app is a new revision, and the step
+	// records it.
+	data, err := os.ReadFile(filepath.Join(examplesDir, "custom-definition", "app.yaml"))
+	require.NoError(t, err)
+	require.Contains(t, string(data), "image: nginx:1.27\n")
+	changed := filepath.Join(t.TempDir(), "app.yaml")
+	require.NoError(t, os.WriteFile(changed, []byte(strings.Replace(string(data), "image: nginx:1.27\n", "image: nginx:1.28\n", 1)), 0o600))
+	_, err = framework.Oamflow(t, x.hub.Kubeconfig, "up", "-f", changed, "--wait", "--timeout", "5m")
+	require.NoError(t, err)
+	x.requireRunning(t, "custom-definition")
+	cm = &corev1.ConfigMap{}
+	x.get(t, x.hub, "custom-definition-release-note", cm)
+	assert.Equal(t, "custom-definition-v2", cm.Data["revision"])
+	assert.Equal(t, "nginx:1.28", cm.Data["image"])
 }
 
 // --- helpers ---
