@@ -254,6 +254,7 @@ func applyOne(ctx context.Context, run *runValues, comp Component, p componentPa
 	}
 	for _, cl := range clusters {
 		if err := run.deployer.Apply(ctx, cl, objs[cl]); err != nil {
+			noteFailedApply(ctx, run, req, res, err)
 			if IsTerminal(err) {
 				return applied{}, fail(rt, fmt.Sprintf("applying component %q: %v", req.Name, err))
 			}
@@ -279,6 +280,24 @@ func applyOne(ctx context.Context, run *runValues, comp Component, p componentPa
 	}
 	healthy := h.Status.Healthy
 	return applied{returns: componentReturns{Output: h.Output, Outputs: h.Outputs, Healthy: &healthy, Message: h.Status.Message}}, nil
+}
+
+// noteFailedApply records the component as unhealthy in status.services
+// after a failed apply, with its health checker's message (e.g. a Helm
+// chart that does not exist) or else the apply error, so that the
+// component says what is wrong and not only the step. A failing health
+// check records nothing.
+func noteFailedApply(ctx context.Context, run *runValues, req ComponentRequest, res []render.Resource, applyErr error) {
+	h, err := run.deployer.Health(ctx, req, res)
+	if err != nil {
+		return
+	}
+	h.Status.Name = req.Name
+	if h.Status.Healthy || h.Status.Message == "" {
+		h.Status.Healthy = false
+		h.Status.Message = "apply failed: " + applyErr.Error()
+	}
+	run.services.add(h.Status)
 }
 
 // exportOutputs evaluates the component's outputs[].valueFrom against
