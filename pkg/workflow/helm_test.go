@@ -17,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/render"
 )
 
 var updateHelmGolden = flag.Bool("update-helm", false, "rewrite testdata/helm-install/*.golden.yaml from the current output")
@@ -284,4 +286,47 @@ func (a *helmTestAction) GetStatus() wfv1alpha1.StepStatus {
 
 func testRuntimeParams() providertypes.RuntimeParams {
 	return providertypes.RuntimeParams{Action: &helmTestAction{}, Labels: map[string]string{v1beta1.LabelAppNamespace: "shop"}}
+}
+
+// TestFailedApplyMarksComponentUnhealthy: a component whose apply fails
+// (a Helm chart that does not exist) is reported in status.services as
+// unhealthy with its health checker's message, not only in the step.
+func TestFailedApplyMarksComponentUnhealthy(t *testing.T) {
+	cases := []struct {
+		reason      string
+		health      common.ApplicationComponentStatus
+		wantMessage string
+	}{
+		{reason: "the health checker's message", health: common.ApplicationComponentStatus{Namespace: "default", Message: "chart \"simpel\": chart not found"},
+			wantMessage: "chart \"simpel\": chart not found"},
+		{reason: "a component still healthy from before is not healthy now", health: common.ApplicationComponentStatus{Namespace: "default", Healthy: true, Message: "ready"},
+			wantMessage: "apply failed: HelmRelease default/typo: chart not found"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			obj := &unstructured.Unstructured{}
+			obj.SetAPIVersion(helm.APIVersion)
+			obj.SetKind(helm.Kind)
+			obj.SetName("typo")
+			d := DeployerFns{
+				ComponentFn: func(name string) (Component, bool) { return Component{Name: name}, name == "typo" },
+				RenderFn: func(context.Context, ComponentRequest) ([]render.Resource, error) {
+					return []render.Resource{{Component: "typo", Object: obj}}, nil
+				},
+				ApplyFn: func(context.Context, string, []*unstructured.Unstructured) error {
+					return Terminal(fmt.Errorf("HelmRelease default/typo: %w", helm.ErrChartNotFound))
+				},
+				HealthFn: func(context.Context, ComponentRequest, []render.Resource) (ComponentHealth, error) {
+					return ComponentHealth{Status: tc.health}, nil
+				},
+			}
+			h := helmHarness(t, applyStep("typo", "typo"), nil, d, nil)
+			res := h.until(20*time.Second, finished)
+			assert.Equal(t, failed, phaseOf(res.Status)["typo"])
+			require.Len(t, res.Services, 1)
+			assert.Equal(t, "typo", res.Services[0].Name)
+			assert.False(t, res.Services[0].Healthy)
+			assert.Equal(t, tc.wantMessage, res.Services[0].Message)
+		})
+	}
 }
