@@ -32,8 +32,10 @@
 //  2. Apply: Client.Ensure(ctx, Request{Cluster, Namespace: app namespace,
 //     Spec}). It installs, upgrades, or does nothing when the chart digest,
 //     merged values and release name are unchanged, so it is safe on every
-//     reconcile. A non-empty Result.Recovery deserves a Normal Event
-//     (reason HelmReleaseRecovered); ActionPending means requeue after
+//     reconcile. A non-empty Result.Recovery (a stuck or failed release
+//     repaired) deserves a Normal Event (reason HelmReleaseRecovered; the
+//     resource keeper records it, and HelmReleaseFailed Warnings, with
+//     resourcekeeper.WithReleaseEvents); ActionPending means requeue after
 //     Result.RetryAfter. Errors wrapping *ChartError, ErrChartNotFound or
 //     ErrUnsafeChart are terminal for the current spec.
 //  3. Track: record the release as a managed resource with this same
@@ -47,6 +49,14 @@
 //     services[].message and Details() for services[].details. A chart that
 //     cannot be fetched is unhealthy (ReasonChartUnavailable), never healthy.
 //  5. Dry run: Client.Template renders without a cluster (`helm template`).
+//
+// # Workflow steps
+//
+// The vela/helm CUE package of pkg/workflow (#Install, #Uninstall,
+// #Status, #Template) runs on a Client; its #Install hands the same
+// virtual HelmRelease to the Application's resource keeper, so a release
+// installed by a step (the built-in helm-install step) is tracked and
+// uninstalled like a component's.
 //
 // # Security
 //
