@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -31,7 +32,9 @@ import (
 	"github.com/oamflow/oamflow/pkg/controller"
 	"github.com/oamflow/oamflow/pkg/health"
 	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/metrics"
 	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/revision"
 	oamwebhook "github.com/oamflow/oamflow/pkg/webhook"
@@ -291,12 +294,20 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return c, err
 	})
 	helmClient := helm.NewClient(helm.NewFactory(helmConfigs), helm.NewFetcher(direct, fetchOpts...), direct)
+	// Metrics: controller-runtime's registry (served at /metrics); the
+	// Application phase gauge counts from the manager's cache.
+	rec, err := metrics.New(ctrlmetrics.Registry, mgr.GetClient())
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	timed := timedHelm{Client: helmClient, rec: rec}
 	// Workflow steps serve vela/helm (helm-install) with the same client.
-	engine, err := workflow.NewEngine(direct, workflow.Options{DefaultStepTimeout: o.DefaultStepTimeout, Builtins: steps, Helm: helmClient})
+	engine, err := workflow.NewEngine(direct, workflow.Options{DefaultStepTimeout: o.DefaultStepTimeout, Builtins: steps, Helm: timed})
 	if err != nil {
 		return fmt.Errorf("building the workflow engine: %w", err)
 	}
 	recorder := mgr.GetEventRecorderFor("oamflow-controller")
+	releases := resourcekeeper.NewHelmReleases(timed, resourcekeeper.WithReleaseEvents(recorder, mgr.GetClient()))
 	r := controller.New(mgr.GetClient(), direct, recorder, engine, o.SystemNamespace, builtins,
 		controller.Options{
 			RevisionLimit:    o.RevisionLimit,
@@ -306,8 +317,10 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		},
 		controller.WithClusterClients(clusters),
 		controller.WithClusterResolver(clusters),
-		controller.WithHelm(resourcekeeper.NewHelmReleases(helmClient, resourcekeeper.WithReleaseEvents(recorder, mgr.GetClient())),
-			health.NewHelmReleases(helmClient)))
+		controller.WithHelm(releases, health.NewHelmReleases(helmClient)),
+		controller.WithRenderer(timedRenderer{next: controller.RendererFn(render.RenderComponent), rec: rec}),
+		controller.WithKeepers(keepers(clusters, releases, rec)),
+		controller.WithMetrics(rec))
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("registering the Application controller: %w", err)
 	}
@@ -321,7 +334,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		sources := oamwebhook.SourceFactoryFn(func(ns string) appfile.DefinitionSource {
 			return appfile.Chain(appfile.NewClusterSource(direct, ns, o.SystemNamespace), builtins)
 		})
-		if err := setupWebhook(ctx, mgr, direct, certs, sources, o); err != nil {
+		if err := setupWebhook(ctx, mgr, direct, certs, sources, clusters, o); err != nil {
 			return err
 		}
 	}

@@ -23,10 +23,10 @@ import (
 // (registered with a URL, or the chart's with its caBundle patched). The
 // registration happens now, before the manager starts; renewal and the
 // removal of a URL registration on shutdown run with the manager.
-func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, certs *oamwebhook.CertHolder, sources oamwebhook.SourceFactory, o Options) error {
+func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, certs *oamwebhook.CertHolder, sources oamwebhook.SourceFactory, topologies oamwebhook.TopologyValidator, o Options) error {
 	w := o.Webhook
 	srv := mgr.GetWebhookServer()
-	srv.Register(oamwebhook.ApplicationPath, &admission.Webhook{Handler: oamwebhook.NewApplicationValidator(sources)})
+	srv.Register(oamwebhook.ApplicationPath, &admission.Webhook{Handler: oamwebhook.NewApplicationValidator(sources, topologies)})
 	srv.Register(oamwebhook.DefinitionPath, &admission.Webhook{Handler: oamwebhook.NewDefinitionValidator()})
 	if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
 		return err
