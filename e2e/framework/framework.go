@@ -163,20 +163,29 @@ func (e *Env) Cluster(t testing.TB, name string) *Cluster {
 }
 
 // Down stops every cluster and fails t if a process of the set is still
-// alive afterwards, checked by pid.
+// alive 15 s afterwards, checked by pid (a loaded machine can take a few
+// seconds to reap an exiting apiserver).
 func (e *Env) Down(t testing.TB) {
 	t.Helper()
 	before := e.Manager.Processes()
 	if _, err := e.Manager.Down(context.Background()); err != nil {
 		t.Errorf("local down: %v", err)
 	}
-	for _, pid := range before {
-		if localcluster.ProcessAlive(pid) {
-			t.Errorf("pid %d still alive after down", pid)
+	alive := func() []int {
+		var pids []int
+		for _, pid := range before {
+			if localcluster.ProcessAlive(pid) {
+				pids = append(pids, pid)
+			}
 		}
+		return append(pids, e.Manager.Processes()...)
 	}
-	if left := e.Manager.Processes(); len(left) > 0 {
-		t.Errorf("processes %v of %s still alive after down", left, e.Home)
+	deadline := time.Now().Add(15 * time.Second)
+	for len(alive()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(250 * time.Millisecond)
+	}
+	if left := alive(); len(left) > 0 {
+		t.Errorf("processes %v of %s still alive 15 s after down", left, e.Home)
 	}
 }
 
