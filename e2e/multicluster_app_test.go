@@ -296,6 +296,30 @@ func TestMultiClusterApplication(t *testing.T) {
 		require.NoError(t, hubClient.List(ctx, rts))
 		assert.Empty(t, rts.Items, "no ResourceTracker is left")
 	})
+
+	t.Run("UnknownClusterIsRefused", func(t *testing.T) {
+		lost := &v1beta1.Application{}
+		require.NoError(t, yaml.Unmarshal([]byte(mcRegionsApp), lost))
+		lost.Name = "lost"
+		lost.Spec.Policies[0].Properties.Raw = []byte(`{"clusters":["member-1","member-9"]}`)
+		require.NoError(t, hubClient.Create(ctx, lost))
+		framework.WaitFor(t, time.Minute, "the Application is refused naming the field", func(ctx context.Context) (bool, error) {
+			a := &v1beta1.Application{}
+			if err := hubClient.Get(ctx, client.ObjectKeyFromObject(lost), a); err != nil {
+				return false, err
+			}
+			for _, c := range a.Status.Conditions {
+				if c.Type == "Parsed" && c.Status == metav1.ConditionFalse {
+					return strings.Contains(c.Message, `spec.policies[0].properties.clusters[1]: "member-9"`), fmt.Errorf("Parsed: %s", c.Message)
+				}
+			}
+			return false, fmt.Errorf("phase %q, conditions %+v", a.Status.Phase, a.Status.Conditions)
+		})
+		for _, c := range env.Clusters {
+			mcCheckEmpty(t, c)
+		}
+		require.NoError(t, hubClient.Delete(ctx, lost))
+	})
 }
 
 // mcModuleRoot is the repository root (e2e/..).
@@ -358,13 +382,15 @@ func mcWaitRunning(t *testing.T, c client.Client, key client.ObjectKey, timeout 
 // was observed and its phase is running.
 func mcWaitRunningGeneration(t *testing.T, c client.Client, key client.ObjectKey, timeout time.Duration) {
 	t.Helper()
+	var last error
 	framework.WaitFor(t, timeout, fmt.Sprintf("Application %s running its latest spec", key), func(ctx context.Context) (bool, error) {
 		a := &v1beta1.Application{}
 		if err := c.Get(ctx, key, a); err != nil {
-			return false, err
+			return false, fmt.Errorf("%v (before: %v)", err, last)
 		}
 		ok := a.Status.ObservedGeneration == a.Generation && a.Status.Phase == common.ApplicationRunning
-		return ok, fmt.Errorf("generation %d observed %d, phase %q, workflow %s", a.Generation, a.Status.ObservedGeneration, a.Status.Phase, mcWorkflowSummary(a))
+		last = fmt.Errorf("generation %d observed %d, phase %q, workflow %s", a.Generation, a.Status.ObservedGeneration, a.Status.Phase, mcWorkflowSummary(a))
+		return ok, last
 	})
 }
 
@@ -599,10 +625,16 @@ func (o *mcOutage) restart(t *testing.T, c *framework.Cluster) {
 		_, err := c.Kube.Discovery().ServerVersion()
 		return err == nil, err
 	})
-	for _, p := range o.siblings {
-		if !localcluster.ProcessAlive(p.pid) {
-			p.start(t)
+	// A component that lost its lease while the API server was gone may
+	// still be on its way out: watch them for a while.
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, p := range o.siblings {
+			if !localcluster.ProcessAlive(p.pid) {
+				p.start(t)
+			}
 		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 
