@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -34,6 +35,9 @@ func bindFlags(fs *flag.FlagSet, o *manager.Options) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", d.LeaderElect, "elect a leader so that only one replica reconciles")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", d.LeaderElectionID, "name of the leader election Lease")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", d.LeaderElectionNS, "namespace of the leader election Lease (default: the system namespace)")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "how long followers wait before taking over a leader that stopped renewing")
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it gives up leading (and exits)")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "how often candidates try to acquire or renew the Lease")
 	fs.IntVar(&o.MaxStepRetries, "max-step-retries", d.MaxStepRetries, "times a failing workflow step is retried before the workflow fails")
 	fs.DurationVar(&o.DefaultStepTimeout, "default-step-timeout", d.DefaultStepTimeout, "timeout of workflow steps that set none (suspend steps and step groups excepted; 0 disables it)")
 	fs.StringVar(&o.ChartRoot, "chart-root", d.ChartRoot, "folder of Helm charts bundled with the controller, used by helm components whose chart.source is a relative path (empty: disabled)")

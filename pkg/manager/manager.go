@@ -55,6 +55,9 @@ type Options struct {
 	LeaderElect            bool
 	LeaderElectionID       string
 	LeaderElectionNS       string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election
+	// (controller-runtime's defaults, 15s/10s/2s, when zero).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	MaxStepRetries         int
 	DefaultStepTimeout     time.Duration
 	UnhealthyRequeuePeriod time.Duration
@@ -65,6 +68,10 @@ type Options struct {
 	// Webhook configures the validating admission webhook (off in
 	// DefaultOptions, on in the oamflow-controller binary).
 	Webhook WebhookOptions
+	// ControllerOptions are applied after the manager's own options to
+	// the Application controller (controller.New): a seam for tests and
+	// embedders, not a flag.
+	ControllerOptions []controller.Option
 }
 
 // Webhook registration modes (WebhookOptions.Registration).
@@ -247,6 +254,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.LeaderElectionID,
 		LeaderElectionNamespace: leNS,
+		// A stopping leader hands over at once instead of after the lease
+		// expires; Run returns only after every reconcile has ended.
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 durationOrNil(o.LeaseDuration),
+		RenewDeadline:                 durationOrNil(o.RenewDeadline),
+		RetryPeriod:                   durationOrNil(o.RetryPeriod),
 		Cache:                   cache.Options{SyncPeriod: &resync},
 		// Tests run several managers one after another in one process;
 		// each manager has one controller per kind, so the process-wide
@@ -315,12 +328,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			UnhealthyRequeue: o.UnhealthyRequeuePeriod,
 			Concurrency:      o.Concurrency,
 		},
-		controller.WithClusterClients(clusters),
-		controller.WithClusterResolver(clusters),
-		controller.WithHelm(releases, health.NewHelmReleases(helmClient)),
-		controller.WithRenderer(timedRenderer{next: controller.RendererFn(render.RenderComponent), rec: rec}),
-		controller.WithKeepers(keepers(clusters, releases, rec)),
-		controller.WithMetrics(rec))
+		append([]controller.Option{
+			controller.WithClusterClients(clusters),
+			controller.WithClusterResolver(clusters),
+			controller.WithHelm(releases, health.NewHelmReleases(helmClient)),
+			controller.WithRenderer(timedRenderer{next: controller.RendererFn(render.RenderComponent), rec: rec}),
+			controller.WithKeepers(keepers(clusters, releases, rec)),
+			controller.WithMetrics(rec),
+		}, o.ControllerOptions...)...)
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("registering the Application controller: %w", err)
 	}
@@ -341,4 +356,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	log.Info("starting", "concurrentReconciles", o.Concurrency, "resyncPeriod", o.ResyncPeriod.String(),
 		"systemNamespace", o.SystemNamespace, "leaderElection", o.LeaderElect, "defaultStepTimeout", o.DefaultStepTimeout.String())
 	return mgr.Start(ctx)
+}
+
+func durationOrNil(d time.Duration) *time.Duration {
+	if d <= 0 {
+		return nil
+	}
+	return &d
 }
