@@ -1,0 +1,140 @@
+package chart_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const releaseNamespace = "oamflow-system"
+
+// valueSets are the value combinations the tests render.
+var valueSets = []struct {
+	reason string
+	values map[string]any
+}{
+	{"defaults", nil},
+	{"user certificate, cluster-admin, extra rules, no definitions", map[string]any{
+		"webhook":     map[string]any{"certSecret": "my-certs", "failurePolicy": "Ignore"},
+		"rbac":        map[string]any{"clusterAdmin": true, "extraRules": []any{map[string]any{"apiGroups": []any{"example.com"}, "resources": []any{"widgets"}, "verbs": []any{"get"}}}},
+		"definitions": map[string]any{"install": false},
+		"replicas":    2,
+	}},
+	{"webhook off", map[string]any{"webhook": map[string]any{"enabled": false}}},
+}
+
+// TestLint is `helm lint --strict` of the chart with each value set.
+func TestLint(t *testing.T) {
+	for _, vs := range valueSets {
+		t.Run(vs.reason, func(t *testing.T) {
+			linter := lint.All(".", vs.values, releaseNamespace, true)
+			for _, m := range linter.Messages {
+				assert.Less(t, m.Severity, support.WarningSev, "%s", m)
+			}
+		})
+	}
+}
+
+// render is `helm template oamflow . -n oamflow-system` with values.
+func render(t *testing.T, values map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	chrt, err := loader.Load(".")
+	require.NoError(t, err)
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRun, install.ClientOnly, install.Replace = true, true, true
+	install.ReleaseName, install.Namespace = "oamflow", releaseNamespace
+	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.34.2", Major: "1", Minor: "34"}
+	rel, err := install.Run(chrt, values)
+	require.NoError(t, err)
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(rel.Manifest), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+// TestTemplateValidatesOnAPIServer sends every object `helm template`
+// renders to a real kube-apiserver with server-side dry-run.
+func TestTemplateValidatesOnAPIServer(t *testing.T) {
+	ctx := context.Background()
+	c := env.Client
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": releaseNamespace}}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	for _, vs := range valueSets {
+		t.Run(vs.reason, func(t *testing.T) {
+			objs := render(t, vs.values)
+			kinds := map[string]int{}
+			for _, obj := range objs {
+				kinds[obj.GetKind()]++
+				err := c.Create(ctx, obj.DeepCopy(), client.DryRunAll)
+				assert.NoError(t, err, "%s %s", obj.GetKind(), obj.GetName())
+			}
+			assert.Equal(t, 1, kinds["Deployment"])
+			assert.Equal(t, 1, kinds["ServiceAccount"])
+			if vs.reason == "defaults" {
+				assert.Equal(t, 1, kinds["ValidatingWebhookConfiguration"])
+				assert.Greater(t, kinds["ComponentDefinition"]+kinds["TraitDefinition"]+kinds["PolicyDefinition"]+kinds["WorkflowStepDefinition"], 20)
+			}
+		})
+	}
+}
+
+// TestDeploymentHardening checks the controller Pod's security settings,
+// probes and resources.
+func TestDeploymentHardening(t *testing.T) {
+	var dep *unstructured.Unstructured
+	for _, obj := range render(t, nil) {
+		if obj.GetKind() == "Deployment" {
+			dep = obj
+		}
+	}
+	require.NotNil(t, dep)
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	require.Len(t, containers, 1)
+	ctr := containers[0].(map[string]any)
+	for _, tc := range []struct {
+		reason string
+		path   []string
+		want   any
+	}{
+		{"non-root", []string{"securityContext", "runAsNonRoot"}, true},
+		{"read-only root", []string{"securityContext", "readOnlyRootFilesystem"}, true},
+		{"no escalation", []string{"securityContext", "allowPrivilegeEscalation"}, false},
+		{"liveness", []string{"livenessProbe", "httpGet", "path"}, "/healthz"},
+		{"readiness", []string{"readinessProbe", "httpGet", "path"}, "/readyz"},
+		{"memory limit", []string{"resources", "limits", "memory"}, "1Gi"},
+	} {
+		got, found, err := unstructured.NestedFieldNoCopy(ctr, tc.path...)
+		require.NoError(t, err)
+		assert.True(t, found, tc.reason)
+		assert.Equal(t, tc.want, got, tc.reason)
+	}
+	args, _, _ := unstructured.NestedStringSlice(ctr, "args")
+	assert.Contains(t, args, "--system-namespace=oamflow-system")
+	assert.Contains(t, args, "--webhook-configuration-name=oamflow-webhook")
+}
