@@ -897,3 +897,87 @@ policies:
 		assert.True(t, s.Healthy, s.Message)
 	}
 }
+
+// TestHealthRecheckUsesOverriddenProperties: after the deploy step, health
+// is judged again at every reconcile; a definition whose health depends on
+// its parameters must see the properties the override policy deployed,
+// not the Application's own.
+func TestHealthRecheckUsesOverriddenProperties(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	ctx := context.Background()
+	target := h.ns + "-prod"
+	require.NoError(t, env(t).Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: target}}))
+	require.NoError(t, env(t).Client.Create(ctx, &v1beta1.ComponentDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "counted", Namespace: h.ns},
+		Spec: v1beta1.ComponentDefinitionSpec{
+			Workload: common.WorkloadTypeDescriptor{Definition: &common.WorkloadGVK{APIVersion: "apps/v1", Kind: "Deployment"}},
+			Schematic: &common.Schematic{CUE: &common.CUE{Template: `
+output: {
+	apiVersion: "apps/v1"
+	kind:       "Deployment"
+	spec: {
+		replicas: parameter.replicas
+		selector: matchLabels: app: context.name
+		template: {
+			metadata: labels: app: context.name
+			spec: containers: [{name: "c", image: "nginx"}]
+		}
+	}
+}
+parameter: replicas: *1 | int
+`}},
+			Status: &common.Status{
+				HealthPolicy: "isHealth: context.output.status.readyReplicas != _|_ && context.output.status.readyReplicas == parameter.replicas",
+				CustomStatus: `message: "want \(parameter.replicas)"`,
+			},
+		},
+	}))
+	app := h.app("over", fmt.Sprintf(`
+components:
+- name: api
+  type: counted
+  properties: {replicas: 1}
+policies:
+- name: prod
+  type: topology
+  properties: {clusters: [local], namespace: %s}
+- name: more
+  type: override
+  properties:
+    components:
+    - name: api
+      properties: {replicas: 2}
+`, target))
+	ready := func() {
+		list := &appsv1.DeploymentList{}
+		require.NoError(t, env(t).Client.List(ctx, list, client.InNamespace(target)))
+		for i := range list.Items {
+			d := &list.Items[i]
+			r := *d.Spec.Replicas
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: r, UpdatedReplicas: r, ReadyReplicas: r, AvailableReplicas: r}
+			require.NoError(t, env(t).Client.Status().Update(ctx, d))
+		}
+	}
+	end := time.Now().Add(60 * time.Second)
+	for {
+		_, err := h.reconcile(app)
+		require.NoError(t, err)
+		if h.get(app).Status.Phase == common.ApplicationRunning {
+			break
+		}
+		require.True(t, time.Now().Before(end), "phase %s: %+v", h.get(app).Status.Phase, h.get(app).Status.Conditions)
+		ready()
+		time.Sleep(200 * time.Millisecond)
+	}
+	// The resyncs after the run re-check health against the override.
+	for i := 0; i < 2; i++ {
+		_, err := h.reconcile(app)
+		require.NoError(t, err)
+	}
+	got := h.get(app)
+	assert.Equal(t, common.ApplicationRunning, got.Status.Phase)
+	require.Len(t, got.Status.Services, 1)
+	assert.True(t, got.Status.Services[0].Healthy)
+	assert.Equal(t, "want 2", got.Status.Services[0].Message, "health sees the overridden properties")
+	assert.Equal(t, target, got.Status.Services[0].Namespace)
+}
