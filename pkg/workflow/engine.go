@@ -22,7 +22,9 @@ package workflow
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kubevela/pkg/cue/cuex"
@@ -55,18 +57,85 @@ const DefaultStepTimeout = 10 * time.Minute
 // the workflow fails.
 const DefaultMaxStepRetries = 10
 
-// SetupLibrary configures the process-wide state of kubevela/workflow:
-// the client its workflow context store and vela/kube use (c should read
-// from the API server, not a cache), the retry limit of failing steps, and
-// no loading of external CUE packages. Call it once at process start,
-// before any Engine runs; the library offers no per-instance setting.
+// SetupLibrary configures the process-wide state of kubevela/workflow
+// v0.7.2, which has no per-instance settings for it:
+//
+//   - its client (singleton.KubeClient, used by its workflow context store
+//     and, without a client in the context, by vela/kube): a router that
+//     uses the client of the Engine whose run is calling (Execute puts it
+//     in the context), falling back to c (which should read from the API
+//     server, not a cache);
+//   - its own step retry limit, lifted: each Engine enforces its own
+//     (Options.MaxStepRetries) so that two managers in one process do not
+//     share one;
+//   - no loading of external CUE packages.
+//
+// maxStepRetries (when > 0) becomes the retry limit of Engines built after
+// this call without Options.MaxStepRetries. Call it at process start,
+// before NewEngine; a second manager in the same process may call it again
+// (its own client and default) without disturbing Engines already built,
+// as long as each manager's SetupLibrary and NewEngine calls are not
+// interleaved with another's.
 func SetupLibrary(c client.Client, maxStepRetries int) {
-	singleton.KubeClient.Set(c)
+	singleton.KubeClient.Set(&libraryClient{Client: c, maxStepRetries: maxStepRetries})
 	providers.EnableExternalPackageForDefaultCompiler = false
 	providers.EnableExternalPackageWatchForDefaultCompiler = false
-	if maxStepRetries > 0 {
-		wftypes.MaxWorkflowStepErrorRetryTimes = maxStepRetries
+	wftypes.MaxWorkflowStepErrorRetryTimes = math.MaxInt32
+}
+
+// runClientKey carries the client of the Engine running a workflow pass.
+type runClientKey struct{}
+
+// libraryClient is the library's process-wide client: every call uses the
+// client of the calling run (runClientKey in the context), else Client.
+type libraryClient struct {
+	client.Client
+	// maxStepRetries is the default of Options.MaxStepRetries (0: none).
+	maxStepRetries int
+}
+
+func (l *libraryClient) pick(ctx context.Context) client.Client {
+	if c, ok := ctx.Value(runClientKey{}).(client.Client); ok && c != nil {
+		return c
 	}
+	return l.Client
+}
+
+func (l *libraryClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return l.pick(ctx).Get(ctx, key, obj, opts...)
+}
+
+func (l *libraryClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return l.pick(ctx).List(ctx, list, opts...)
+}
+
+func (l *libraryClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	return l.pick(ctx).Create(ctx, obj, opts...)
+}
+
+func (l *libraryClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	return l.pick(ctx).Update(ctx, obj, opts...)
+}
+
+func (l *libraryClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	return l.pick(ctx).Patch(ctx, obj, patch, opts...)
+}
+
+func (l *libraryClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	return l.pick(ctx).Delete(ctx, obj, opts...)
+}
+
+func (l *libraryClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	return l.pick(ctx).DeleteAllOf(ctx, obj, opts...)
+}
+
+// defaultMaxStepRetries is the retry limit of an Engine built without
+// Options.MaxStepRetries: SetupLibrary's, else DefaultMaxStepRetries.
+func defaultMaxStepRetries() int {
+	if l, ok := singleton.KubeClient.Get().(*libraryClient); ok && l.maxStepRetries > 0 {
+		return l.maxStepRetries
+	}
+	return DefaultMaxStepRetries
 }
 
 // Options configure an Engine.
@@ -74,6 +143,10 @@ type Options struct {
 	// DefaultStepTimeout is given to steps without timeout (see PlanOf);
 	// zero means none.
 	DefaultStepTimeout time.Duration
+	// MaxStepRetries is how many times a step failing with a retryable
+	// error runs before it fails for good (reason FailedAfterRetries); 0
+	// means the value given to SetupLibrary, else DefaultMaxStepRetries.
+	MaxStepRetries int
 	// Builtins are step templates by type, used when the Application's own
 	// definitions lack the type (oamflow's embedded workflowsteps). The
 	// engine always knows "suspend".
@@ -89,6 +162,7 @@ type Engine struct {
 	client   client.Client
 	compiler *cuex.Compiler
 	opts     Options
+	failures *failureCounts
 }
 
 // NewEngine returns an Engine storing workflow contexts through c.
@@ -98,7 +172,10 @@ func NewEngine(c client.Client, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{client: c, compiler: comp, opts: opts}, nil
+	if opts.MaxStepRetries <= 0 {
+		opts.MaxStepRetries = defaultMaxStepRetries()
+	}
+	return &Engine{client: c, compiler: comp, opts: opts, failures: &failureCounts{byApp: map[string]map[string]int{}}}, nil
 }
 
 // Options returns the options the Engine was built with.
@@ -150,6 +227,7 @@ func cacheKey(app *v1beta1.Application) string { return app.Name + "-" + app.Nam
 // it deletes the context ConfigMap and the engine's in-memory state.
 func (e *Engine) Reset(ctx context.Context, app *v1beta1.Application) error {
 	Forget(app)
+	e.failures.forget(app)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ContextName(app.Name), Namespace: app.Namespace}}
 	if err := e.client.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting workflow context ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
@@ -208,6 +286,9 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 
 	services := &serviceCollector{}
 	rctx := withRun(ctx, &runValues{deployer: run.Deployer, services: services})
+	// The library's context store and providers use this Engine's client.
+	rctx = context.WithValue(rctx, runClientKey{}, e.client)
+	rctx = context.WithValue(rctx, providertypes.KubeClientKey, e.client)
 	rctx = wftypes.SetNamespaceInCtx(rctx, app.Namespace)
 	rctx = providertypes.WithLabelParams(rctx, map[string]string{
 		v1beta1.LabelAppName:      app.Name,
@@ -241,7 +322,7 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 		st := fromRunStatus(instance.Status, run.Revision)
 		st.Status = wfv1alpha1.WorkflowStateFailed
 		st.Message = fmt.Sprintf("preparing the workflow steps: %v", err)
-		finish(&st, app)
+		e.finish(&st, app)
 		return Result{Status: st}, nil
 	}
 	// The library skips a pass when the status has fewer steps than its
@@ -266,6 +347,7 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 		return res, nil
 	}
 	instance.Status.Phase = state
+	retriesSpent := e.failures.count(app, &instance.Status, e.opts.MaxStepRetries)
 	if state == wfv1alpha1.WorkflowStateExecuting && failStuck(&instance.Status) {
 		state = wfv1alpha1.WorkflowStateFailed
 		instance.Status.Phase = state
@@ -273,11 +355,16 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 	st := fromRunStatus(instance.Status, run.Revision)
 	switch state {
 	case wfv1alpha1.WorkflowStateSucceeded, wfv1alpha1.WorkflowStateFailed, wfv1alpha1.WorkflowStateTerminated:
-		finish(&st, app)
+		e.finish(&st, app)
 	case wfv1alpha1.WorkflowStateSuspending:
 		res.RequeueAfter = exec.GetSuspendBackoffWaitTime()
 	default:
 		res.RequeueAfter = exec.GetBackoffWaitTime()
+		if retriesSpent {
+			// A step just failed for good: the next pass ends the run
+			// (or goes on with the steps that do not depend on it).
+			res.RequeueAfter = time.Second
+		}
 	}
 	if st.Status == wfv1alpha1.WorkflowStateFailed && st.Message == "" {
 		if path, step, ok := FailedStep(&st); ok {
@@ -288,10 +375,58 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 	return res, nil
 }
 
-func finish(st *common.WorkflowStatus, app *v1beta1.Application) {
+func (e *Engine) finish(st *common.WorkflowStatus, app *v1beta1.Application) {
 	st.Finished = true
 	st.EndTime = metav1.Now()
 	Forget(app)
+	e.failures.forget(app)
+}
+
+// failureCounts counts, per Application and step ID, the passes in which
+// a step failed with a retryable error (the library's own counter is
+// process-wide; see SetupLibrary). Like the library's, it lives in memory:
+// a controller restart gives failing steps a fresh allowance.
+type failureCounts struct {
+	mu    sync.Mutex
+	byApp map[string]map[string]int
+}
+
+// count adds this pass's retryable failures of st and fails for good
+// (reason FailedAfterRetries) every step that reached limit, terminating
+// the run as the library does with its own limit (the steps left are
+// skipped); it reports whether any did.
+func (f *failureCounts) count(app *v1beta1.Application, st *wfv1alpha1.WorkflowRunStatus, limit int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := cacheKey(app)
+	spent := false
+	check := func(s *wfv1alpha1.StepStatus) {
+		if s.Phase != wfv1alpha1.WorkflowStepPhaseFailed || s.Reason != wftypes.StatusReasonExecute {
+			return
+		}
+		if f.byApp[key] == nil {
+			f.byApp[key] = map[string]int{}
+		}
+		f.byApp[key][s.ID]++
+		if f.byApp[key][s.ID] >= limit {
+			s.Reason = wftypes.StatusReasonFailedAfterRetries
+			st.Terminated = true
+			spent = true
+		}
+	}
+	for i := range st.Steps {
+		for j := range st.Steps[i].SubStepsStatus {
+			check(&st.Steps[i].SubStepsStatus[j])
+		}
+		check(&st.Steps[i].StepStatus)
+	}
+	return spent
+}
+
+func (f *failureCounts) forget(app *v1beta1.Application) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.byApp, cacheKey(app))
 }
 
 // failStuck fails a run whose unfinished steps are all pending (waiting for

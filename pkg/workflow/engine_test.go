@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
@@ -626,4 +628,57 @@ func TestIfAlwaysAndStatusConditions(t *testing.T) {
 		"broken": failed, "next": skipped, "cleanup": succeeded, "on-failure": succeeded, "on-success": skipped,
 	}, phaseOf(res.Status))
 	assert.Equal(t, 0, h.deployer.count("b"))
+}
+
+func TestRetryLimitIsPerEngine(t *testing.T) {
+	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{applyStep("flaky", "a")}}
+	passesUntilFailed := func(limit int) int {
+		h := newHarness(t, wf, Options{MaxStepRetries: limit}, comps("a")...)
+		h.deployer.applyErr = func(string) error { return errors.New("connection refused") }
+		passes := 0
+		res := h.until(90*time.Second, func(r Result) bool { passes++; return finished(r) })
+		assert.Equal(t, wfv1alpha1.WorkflowStateFailed, res.Status.Status)
+		assert.Equal(t, wftypes.StatusReasonFailedAfterRetries, res.Status.Steps[0].Reason)
+		return passes
+	}
+	// Two engines in one process, each with its own limit.
+	short := passesUntilFailed(2)
+	long := passesUntilFailed(5)
+	assert.LessOrEqual(t, short, 2+1)
+	assert.GreaterOrEqual(t, long, 5)
+	assert.LessOrEqual(t, long, 5+1)
+}
+
+func TestEnginesUseTheirOwnClient(t *testing.T) {
+	// The library's workflow context store is process-wide; each Engine's
+	// runs must still write through the Engine's own client (two managers
+	// in one process, each against its own cluster).
+	e := env(t)
+	var creates [2]atomic.Int32
+	engines := make([]*Engine, 2)
+	base, err := client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
+	require.NoError(t, err)
+	for i := range engines {
+		c := interceptor.NewClient(base, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if _, ok := obj.(*corev1.ConfigMap); ok {
+					creates[i].Add(1)
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+		})
+		var err error
+		engines[i], err = NewEngine(c, Options{})
+		require.NoError(t, err)
+	}
+	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{applyStep("one", "a")}}
+	for i, eng := range engines {
+		h := newHarness(t, wf, Options{}, comps("a")...)
+		h.engine = eng
+		h.pass()
+		assert.Equal(t, int32(1), creates[i].Load(), "engine %d created its context ConfigMap through its own client", i)
+		if i == 0 {
+			assert.Zero(t, creates[1].Load(), "engine 0 did not use engine 1's client")
+		}
+	}
 }
