@@ -42,6 +42,8 @@ var opOAMTemplate string
 // (#ApplyComponent, #RenderComponent), which are also reachable as
 // op.#ApplyComponent / op.#RenderComponent for KubeVela step definitions,
 // and vela/helm (#Install, #Uninstall, #Status, #Template; see WithHelm).
+// builtin.#Suspend and op.#Suspend report their message parameter as the
+// step's message (suspend.go; the library drops it).
 func NewCompiler(opts ...CompilerOption) (*cuex.Compiler, error) {
 	var co compilerOptions
 	for _, o := range opts {
@@ -51,6 +53,9 @@ func NewCompiler(opts ...CompilerOption) (*cuex.Compiler, error) {
 	for k, v := range legacyOAMProviders() {
 		opProviders[k] = v
 	}
+	opProviders["suspend"] = legacySuspendProvider()
+	builtinProviders := builtin.GetProviders()
+	builtinProviders["suspend"] = suspendProvider()
 	type pkg struct {
 		name, template string
 		fns            map[string]cuexruntime.ProviderFn
@@ -60,7 +65,7 @@ func NewCompiler(opts ...CompilerOption) (*cuex.Compiler, error) {
 		{"oam", oamTemplate, oamProviders()},
 		{"helm", helmTemplate, helmProviders(co.helm)},
 		{"kube", kube.GetTemplate(), kube.GetProviders()},
-		{"builtin", builtin.GetTemplate(), builtin.GetProviders()},
+		{"builtin", builtin.GetTemplate(), builtinProviders},
 		{"http", http.GetTemplate(), http.GetProviders()},
 		{"util", util.GetTemplate(), util.GetProviders()},
 		{"time", wftime.GetTemplate(), wftime.GetProviders()},
