@@ -208,10 +208,16 @@ func checkTraitsOnLists(t *testing.T, x *examplesEnv) {
 func checkWorkflow(t *testing.T, x *examplesEnv) {
 	// As the README says: `up --wait` follows the workflow and returns once
 	// someone else resumes it.
-	upDone := make(chan error, 1)
+	// The approve step's message says how to approve (app.yaml).
+	const approveMsg = "approve the frontend with: oamflow workflow resume workflow"
+	type upResult struct {
+		out string
+		err error
+	}
+	upDone := make(chan upResult, 1)
 	go func() {
-		_, err := framework.Oamflow(t, x.hub.Kubeconfig, "up", "-f", x.appFile(t, "workflow"), "--wait", "--timeout", "5m")
-		upDone <- err
+		out, err := framework.Oamflow(t, x.hub.Kubeconfig, "up", "-f", x.appFile(t, "workflow"), "--wait", "--timeout", "5m")
+		upDone <- upResult{out, err}
 	}()
 
 	framework.WaitFor(t, 2*time.Minute, "workflow waits at the approve step", func(ctx context.Context) (bool, error) {
@@ -225,22 +231,27 @@ func checkWorkflow(t *testing.T, x *examplesEnv) {
 	require.NoError(t, err)
 	assert.Equal(t, "succeeded", exStepPhase(app, "deploy-backend"))
 	assert.Equal(t, "succeeded", exStepPhase(app, "warm-up"), "the timed suspend resumed by itself")
+	if approve := exStep(app, "approve"); assert.NotNil(t, approve) {
+		assert.Equal(t, approveMsg, approve.Message, "a suspended step shows its message")
+	}
 	if warm := exStep(app, "warm-up"); assert.NotNil(t, warm) {
 		assert.GreaterOrEqual(t, warm.LastExecuteTime.Sub(warm.FirstExecuteTime.Time), 9*time.Second, "warm-up waited its 10s")
 	}
 	assert.True(t, apierrors.IsNotFound(x.hub.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "frontend"}, &appsv1.Deployment{})),
 		"the frontend is not deployed before the approval")
 	select {
-	case err := <-upDone:
-		t.Fatalf("up --wait returned while the workflow was suspended: %v", err)
+	case res := <-upDone:
+		t.Fatalf("up --wait returned while the workflow was suspended: %v\n%s", res.err, res.out)
 	default:
 	}
 
 	_, err = framework.Oamflow(t, x.hub.Kubeconfig, "workflow", "resume", "workflow")
 	require.NoError(t, err)
 	select {
-	case err := <-upDone:
-		require.NoError(t, err, "up --wait ends with the workflow running")
+	case res := <-upDone:
+		require.NoError(t, res.err, "up --wait ends with the workflow running")
+		assert.Contains(t, res.out, "step warm-up suspended: letting the backend warm up for 10s")
+		assert.Contains(t, res.out, "step approve suspended: "+approveMsg, "up --wait shows how to approve")
 	case <-time.After(3 * time.Minute):
 		t.Fatal("up --wait did not return within 3 minutes of the resume")
 	}
