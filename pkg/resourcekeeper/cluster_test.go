@@ -2,6 +2,8 @@ package resourcekeeper
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,4 +42,31 @@ func TestApplyStampsTheMemberCluster(t *testing.T) {
 			assert.Equal(t, c.want, got)
 		})
 	}
+}
+
+// TestConcurrentAppliesShareOneTracker: a deploy step applies to several
+// clusters at once through one Keeper; every object is recorded and no
+// apply fails on a ResourceTracker write conflict.
+func TestConcurrentAppliesShareOneTracker(t *testing.T) {
+	f := newFixture(t)
+	app := f.app("shop")
+	clients := multicluster.ClusterClientsFn(func(context.Context, string) (client.Client, error) { return f.c, nil })
+	k, err := New(app, 1, Options{Clients: clients})
+	require.NoError(t, err)
+	const n = 16
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = k.Apply(f.ctx, fmt.Sprintf("member-%d", i), objs(configMap(app, 1, "c", fmt.Sprintf("cfg-%d", i))))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		assert.NoError(t, err, "apply %d", i)
+	}
+	rt := f.tracker(VersionedTrackerName("shop", f.ns, 1))
+	assert.Len(t, rt.Spec.ManagedResources, n)
 }

@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,6 +70,11 @@ type Keeper struct {
 	policies     Policies
 	deps         map[string][]string
 	releases     ReleaseHandler
+
+	// trackerMu serialises this Keeper's ResourceTracker writes: a deploy
+	// step applies to several clusters at once through one Keeper, and
+	// concurrent read-modify-write updates of one tracker would conflict.
+	trackerMu sync.Mutex
 }
 
 // New returns a Keeper for app at revision N (N >= 1; the revision named

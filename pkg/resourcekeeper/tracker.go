@@ -99,7 +99,11 @@ func (k *Keeper) upsertEntries(ctx context.Context, hub client.Client, typ v1bet
 		return nil
 	}
 	want := k.newTracker(typ)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	k.trackerMu.Lock()
+	defer k.trackerMu.Unlock()
+	// Conflicts left are with other processes (a previous controller, a
+	// user edit): back off longer than DefaultRetry's 10 ms steps.
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		rt := &v1beta1.ResourceTracker{}
 		err := hub.Get(ctx, client.ObjectKey{Name: want.Name}, rt)
 		create := apierrors.IsNotFound(err)
