@@ -28,10 +28,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/cuex"
 	"github.com/oamflow/oamflow/pkg/definition"
+	"github.com/oamflow/oamflow/pkg/multicluster"
 )
 
 // Paths served by the webhook server.
@@ -60,12 +62,23 @@ func (fn SourceFactoryFn) Source(namespace string) appfile.DefinitionSource { re
 // always remove its finalizer.
 type ApplicationValidator struct {
 	Sources SourceFactory
-	decoder runtime.Decoder
+	// Topologies, when set, checks the clusters topology policies name,
+	// as the controller's parse phase does (multicluster.Registry).
+	Topologies TopologyValidator
+	decoder    runtime.Decoder
 }
 
-// NewApplicationValidator returns a validator parsing against sources.
-func NewApplicationValidator(sources SourceFactory) *ApplicationValidator {
-	return &ApplicationValidator{Sources: sources, decoder: decoder()}
+// TopologyValidator checks that the clusters an Application's topology
+// policies name are registered; an error wrapping
+// multicluster.ErrClusterNotFound is the Application's fault.
+type TopologyValidator interface {
+	ValidateTopologies(ctx context.Context, policies []common.AppPolicy) error
+}
+
+// NewApplicationValidator returns a validator parsing against sources and
+// checking topologies with topologies (may be nil).
+func NewApplicationValidator(sources SourceFactory, topologies TopologyValidator) *ApplicationValidator {
+	return &ApplicationValidator{Sources: sources, Topologies: topologies, decoder: decoder()}
 }
 
 func decoder() runtime.Decoder {
@@ -86,11 +99,12 @@ func (v *ApplicationValidator) Handle(ctx context.Context, req admission.Request
 	if app.Namespace == "" {
 		app.Namespace = req.Namespace
 	}
+	var old *v1beta1.Application
 	if req.Operation == admissionv1.Update {
 		if app.DeletionTimestamp != nil {
 			return admission.Allowed("being deleted")
 		}
-		old := &v1beta1.Application{}
+		old = &v1beta1.Application{}
 		if _, _, err := v.decoder.Decode(req.OldObject.Raw, nil, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old Application: %w", err))
 		}
@@ -98,7 +112,14 @@ func (v *ApplicationValidator) Handle(ctx context.Context, req admission.Request
 			return admission.Allowed("spec unchanged")
 		}
 	}
-	warnings, err := ValidateApplication(ctx, app, v.Sources.Source(app.Namespace))
+	warnings, err := ValidateUpdate(ctx, old, app, v.Sources.Source(app.Namespace))
+	if err == nil && v.Topologies != nil {
+		if terr := v.Topologies.ValidateTopologies(ctx, app.Spec.Policies); errors.Is(terr, multicluster.ErrClusterNotFound) {
+			err = &InvalidError{Err: terr}
+		} else {
+			err = terr
+		}
+	}
 	if err != nil {
 		var ie *InvalidError
 		if errors.As(err, &ie) {
@@ -119,12 +140,36 @@ type InvalidError struct{ Err error }
 func (e *InvalidError) Error() string { return e.Err.Error() }
 func (e *InvalidError) Unwrap() error { return e.Err }
 
+// ValidateUpdate is ValidateApplication, and when old is not nil (an
+// update) also refuses changes to properties that the component's
+// definition marks `// +immutable` (a check the controller does not make:
+// it can only be made at admission, where the old object is known).
+func ValidateUpdate(ctx context.Context, old, app *v1beta1.Application, src appfile.DefinitionSource) ([]string, error) {
+	af, warnings, err := validate(ctx, app, src)
+	if err != nil || old == nil {
+		return warnings, err
+	}
+	errs, err := checkImmutable(ctx, af, old, app)
+	if err != nil {
+		return warnings, err
+	}
+	if len(errs) > 0 {
+		return warnings, &InvalidError{Err: &appfile.ValidationError{App: af.Namespace + "/" + af.Name, Errors: errs}}
+	}
+	return warnings, nil
+}
+
 // ValidateApplication parses app against src as the controller's parse
 // phase does (appfile.Parse, then every workflow step's definition) and
 // returns the parser's warnings. Validation problems come back as an
 // *InvalidError whose message is the controller's condition message; any
 // other error (a definition that cannot be read) is returned as it is.
 func ValidateApplication(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource) ([]string, error) {
+	_, warnings, err := validate(ctx, app, src)
+	return warnings, err
+}
+
+func validate(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource) (*appfile.AppFile, []string, error) {
 	af, err := appfile.Parse(ctx, app, src)
 	if err == nil {
 		err = resolveSteps(ctx, af)
@@ -133,13 +178,13 @@ func ValidateApplication(ctx context.Context, app *v1beta1.Application, src appf
 	var ie *InvalidError
 	switch {
 	case err == nil:
-		return af.Warnings, nil
+		return af, af.Warnings, nil
 	case errors.As(err, &ie):
-		return nil, err
+		return nil, nil, err
 	case errors.As(err, &ve) || errors.Is(err, appfile.ErrDefinitionNotFound):
-		return nil, &InvalidError{Err: err}
+		return nil, nil, &InvalidError{Err: err}
 	default:
-		return nil, err
+		return nil, nil, err
 	}
 }
 

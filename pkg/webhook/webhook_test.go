@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -139,7 +140,7 @@ func review(t *testing.T, op admissionv1.Operation, obj, old runtime.Object) adm
 func TestApplicationValidator(t *testing.T) {
 	builtins, err := appfile.NewFSSource(definitions.FS, ".")
 	require.NoError(t, err)
-	v := NewApplicationValidator(SourceFactoryFn(func(string) appfile.DefinitionSource { return builtins }))
+	v := NewApplicationValidator(SourceFactoryFn(func(string) appfile.DefinitionSource { return builtins }), nil)
 	app := func(props string) *v1beta1.Application {
 		a := &v1beta1.Application{
 			TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String(), Kind: "Application"},
@@ -176,4 +177,66 @@ func TestApplicationValidator(t *testing.T) {
 			}
 		})
 	}
+}
+
+const dbDefinition = `"db": {
+	type: "component"
+	description: "A database with immutable settings."
+	attributes: workload: definition: {apiVersion: "v1", kind: "ConfigMap"}
+}
+template: {
+	output: {apiVersion: "v1", kind: "ConfigMap", data: {size: parameter.storage.size, engine: parameter.engine, name: parameter.name}}
+	parameter: {
+		name: string
+		storage: {
+			// +immutable
+			size: string
+		}
+		// +usage=Database engine
+		// +immutable
+		engine: *"pg" | "mysql"
+	}
+}
+`
+
+func TestImmutableProperties(t *testing.T) {
+	defs, err := appfile.NewFSSource(fstest.MapFS{"db.cue": {Data: []byte(dbDefinition)}}, ".")
+	require.NoError(t, err)
+	builtins, err := appfile.NewFSSource(definitions.FS, ".")
+	require.NoError(t, err)
+	src := appfile.Chain(defs, builtins)
+	v := NewApplicationValidator(SourceFactoryFn(func(string) appfile.DefinitionSource { return src }), nil)
+	app := func(props string) *v1beta1.Application {
+		a := &v1beta1.Application{
+			TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String(), Kind: "Application"},
+			ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default"},
+		}
+		a.Spec.Components = []common.ApplicationComponent{{Name: "db", Type: "db", Properties: &runtime.RawExtension{Raw: []byte(props)}}}
+		return a
+	}
+	base := app(`{"name":"x","storage":{"size":"1Gi"},"engine":"pg"}`)
+	cases := []struct {
+		reason  string
+		app     *v1beta1.Application
+		allowed bool
+		message string
+	}{
+		{"a mutable field changes", app(`{"name":"y","storage":{"size":"1Gi"},"engine":"pg"}`), true, ""},
+		{"a nested immutable field changes", app(`{"name":"x","storage":{"size":"2Gi"},"engine":"pg"}`), false,
+			`application default/a is invalid: spec.components[0].properties.storage.size: is immutable (marked +immutable in component "db"): it was "1Gi", not "2Gi"`},
+		{"an immutable field is removed", app(`{"name":"x","storage":{"size":"1Gi"}}`), false,
+			`spec.components[0].properties.engine: is immutable (marked +immutable in component "db") and cannot be removed; it was "pg"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			resp := v.Handle(context.Background(), review(t, admissionv1.Update, tc.app, base))
+			assert.Equal(t, tc.allowed, resp.Allowed, resp.Result)
+			if tc.message != "" {
+				require.NotNil(t, resp.Result)
+				assert.Contains(t, resp.Result.Message, tc.message)
+			}
+		})
+	}
+	resp := v.Handle(context.Background(), review(t, admissionv1.Create, app(`{"name":"x","storage":{"size":"2Gi"}}`), nil))
+	assert.True(t, resp.Allowed, "creates are not compared with anything")
 }
