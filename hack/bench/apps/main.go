@@ -25,6 +25,7 @@
 //	go run ./hack/bench/apps                       # -apps 200,1000
 //	go run ./hack/bench/apps -apps 200 -v          # controller log tail on failure, progress lines
 //	go run ./hack/bench/apps -controller bin/oamflow-controller -controller-args=--concurrent-reconciles=8
+//	go run ./hack/bench/apps -apps 200 -profile /tmp/prof  # pprof CPU and heap profiles of the controller
 //
 // Targets (issue 5): 1,000 Applications running in < 5 minutes, controller
 // RSS < 500 MiB, 0 writes on a no-op resync.
@@ -217,6 +218,7 @@ type result struct {
 	ctrlRun, ctrlResync map[string]float64
 	apiRun, apiResync   map[string]float64
 	resyncReconciles    float64
+	runReconciles       float64
 	resyncWindow        time.Duration
 	loadAvg             string
 	controllerLog       string
@@ -349,6 +351,7 @@ wait:
 	}
 	r.apiRun = delta(api1, api0)
 	r.ctrlRun = delta(ctrl1.requests, ctrl0.requests)
+	r.runReconciles = ctrl1.reconciles - ctrl0.reconciles
 
 	// The no-op resync: wait for the periodic resync to reconcile every
 	// Application once (reconcile count up by n, then a quiet queue).
@@ -812,11 +815,15 @@ func report(w io.Writer, c config, r *result) {
 	fmt.Fprintf(tw, "controller peak RSS (VmHWM)\t%d MiB\n", r.rssPeakKiB/1024)
 	cr, cw := readsWrites(r.ctrlRun)
 	ar, aw := readsWrites(r.apiRun)
+	fmt.Fprintf(tw, "reconciles per app until running\t%.2f\n", r.runReconciles/n)
 	fmt.Fprintf(tw, "controller requests per app until running\t%.1f (%.1f reads, %.1f writes)\t%s\n", (cr+cw)/n, cr/n, cw/n, breakdown(r.ctrlRun, n))
 	fmt.Fprintf(tw, "apiserver requests per app until running (all clients)\t%.1f (%.1f reads, %.1f writes)\n", (ar+aw)/n, ar/n, aw/n)
 	fmt.Fprintf(tw, "no-op resync window\t%.1fs, %.0f reconciles\n", r.resyncWindow.Seconds(), r.resyncReconciles)
 	rr, rw := readsWrites(r.ctrlResync)
 	fmt.Fprintf(tw, "controller requests per app on resync\t%.2f reads, %.2f writes (total writes %.0f)\t%s\n", rr/n, rw/n, rw, breakdown(r.ctrlResync, n))
+	if r.resyncReconciles > 0 {
+		fmt.Fprintf(tw, "controller requests per resync reconcile\t%.2f reads, %.2f writes\n", rr/r.resyncReconciles, rw/r.resyncReconciles)
+	}
 	sr, sw := readsWrites(r.apiResync)
 	fmt.Fprintf(tw, "apiserver requests in the resync window (all clients)\t%.0f reads, %.0f writes\n", sr, sw)
 	_ = tw.Flush()
