@@ -58,7 +58,6 @@ func bindFlags(fs *flag.FlagSet, o *manager.Options) {
 	fs.StringVar(&w.FailurePolicy, "webhook-failure-policy", dw.FailurePolicy, "failure policy for Applications of a url registration: Ignore (a stopped controller blocks nothing) or Fail")
 }
 
-
 func main() {
 	o := &manager.Options{}
 	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)

@@ -55,12 +55,14 @@ type Options struct {
 	LeaderElect            bool
 	LeaderElectionID       string
 	LeaderElectionNS       string
-	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election
-	// (controller-runtime's defaults, 15s/10s/2s, when zero).
-	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	MaxStepRetries         int
 	DefaultStepTimeout     time.Duration
 	UnhealthyRequeuePeriod time.Duration
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election
+	// (controller-runtime's defaults, 15s/10s/2s, when zero).
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
 	// ChartRoot is the folder of bundled Helm charts ("" disables them).
 	ChartRoot string
 	// ChartCacheBytes bounds the in-memory chart cache.
@@ -260,7 +262,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaseDuration:                 durationOrNil(o.LeaseDuration),
 		RenewDeadline:                 durationOrNil(o.RenewDeadline),
 		RetryPeriod:                   durationOrNil(o.RetryPeriod),
-		Cache:                   cache.Options{SyncPeriod: &resync},
+		Cache:                         cache.Options{SyncPeriod: &resync},
 		// Tests run several managers one after another in one process;
 		// each manager has one controller per kind, so the process-wide
 		// unique-name check only gets in their way.
