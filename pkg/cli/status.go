@@ -1,20 +1,30 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
@@ -43,7 +53,10 @@ long they ran; and the health of each component in each cluster.
 --tree also reads every resource the Application applied (status.appliedResources
 and its ResourceTrackers) from its cluster and shows them grouped by cluster,
 component and kind, with their health; resources that are gone are flagged
-MISSING. Member clusters are reached through their cluster Secrets on the hub
+MISSING. A Helm release is shown with the controller's verdict, followed by
+the resources of its deployed revision's manifest (read from Helm's release
+record, a Secret in the release namespace). Member clusters are reached
+through their cluster Secrets on the hub
 (see ` + "`oamflow cluster`" + `); one that cannot be reached is reported as such.
 
 --detail shows every condition, service details, trait health and whole
@@ -181,6 +194,10 @@ type liveResource struct {
 	State   string `json:"state"`
 	Healthy bool   `json:"healthy"`
 	Message string `json:"message,omitempty"`
+	// Release names the Helm release whose manifest holds the resource
+	// (its release namespace is the HelmRelease row's); "" for resources
+	// the Application applied itself.
+	Release string `json:"release,omitempty"`
 }
 
 // appTrackers lists the ResourceTrackers of app that describe what is
@@ -267,59 +284,111 @@ func sortResources(rs []liveResource) {
 // take it from the object's app.oam.dev/component label.
 //
 // A Helm release (virtual kind HelmRelease) is no object to read: its state
-// is the controller's verdict in services[] for that component and cluster.
+// is the controller's verdict in services[] for that component and cluster,
+// and the resources of its manifest (read from Helm's release record, see
+// releaseResources) follow it as rows of the same component, each read
+// live like the others. When the record cannot be read, the release's
+// message says why.
 func readResources(ctx context.Context, clients multicluster.ClusterClients, refs []liveResource, services []common.ApplicationComponentStatus) ([]liveResource, map[string]string) {
-	out := make([]liveResource, len(refs))
-	copy(out, refs)
-	unreachable := map[string]string{}
-	cache := map[string]client.Client{}
-	for i := range out {
-		r := &out[i]
-		if r.APIVersion == helm.APIVersion && r.Kind == helm.Kind {
-			r.State, r.Message = releaseState(r, services)
-			r.Healthy = r.State == stateHealthyRelease
+	rd := &resourceReader{clients: clients, cache: map[string]client.Client{}, unreachable: map[string]string{}}
+	seen := make(map[resourceKey]bool, len(refs))
+	for _, r := range refs {
+		seen[keyOfResource(r)] = true
+	}
+	out := make([]liveResource, 0, len(refs))
+	for _, r := range refs {
+		if r.APIVersion != helm.APIVersion || r.Kind != helm.Kind {
+			rd.read(ctx, &r)
+			out = append(out, r)
 			continue
 		}
-		c, ok := cache[r.Cluster]
-		if !ok {
-			if _, bad := unreachable[r.Cluster]; !bad {
-				var err error
-				if c, err = clients.Client(ctx, r.Cluster); err != nil {
-					unreachable[r.Cluster] = err.Error()
-				} else {
-					cache[r.Cluster] = c
-				}
+		r.State, r.Message = releaseState(&r, services)
+		r.Healthy = r.State == stateHealthyRelease
+		var members []liveResource
+		if c := rd.client(ctx, r.Cluster); c != nil {
+			var err error
+			if members, err = releaseResources(ctx, c, r); err != nil {
+				r.Message = joinMessages(r.Message, "its resources are not listed: "+err.Error())
 			}
 		}
-		if c == nil {
-			r.State = stateUnreachable
-			continue
-		}
-		obj := &unstructured.Unstructured{}
-		obj.SetAPIVersion(r.APIVersion)
-		obj.SetKind(r.Kind)
-		err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, obj)
-		switch {
-		case err == nil:
-			h := health.Check(ctx, obj)
-			r.State, r.Healthy, r.Message = h.Reason, h.Healthy, h.Message
-			if r.Component == "" {
-				r.Component = obj.GetLabels()[v1beta1.LabelAppComponent]
-				r.Trait = obj.GetLabels()[v1beta1.LabelTraitType]
+		out = append(out, r)
+		for _, m := range members {
+			// A resource the Application also tracks on its own is shown once.
+			if k := keyOfResource(m); !seen[k] {
+				seen[k] = true
+				rd.read(ctx, &m)
+				out = append(out, m)
 			}
-		case apierrors.IsNotFound(err):
-			r.State, r.Message = stateMissing, "not found in cluster "+r.Cluster
-		case meta.IsNoMatchError(err):
-			r.State, r.Message = stateMissing, fmt.Sprintf("cluster %s does not serve %s %s", r.Cluster, r.APIVersion, r.Kind)
-		default:
-			r.State, r.Message = stateReadError, err.Error()
 		}
 	}
 	sortResources(out)
-	if len(unreachable) == 0 {
-		unreachable = nil
+	if len(rd.unreachable) == 0 {
+		return out, nil
 	}
-	return out, unreachable
+	return out, rd.unreachable
+}
+
+// resourceReader reads resources from their clusters, with one client per
+// cluster; clusters whose client cannot be had are kept in unreachable.
+type resourceReader struct {
+	clients     multicluster.ClusterClients
+	cache       map[string]client.Client
+	unreachable map[string]string
+}
+
+// client returns the client of cluster, or nil when it cannot be had (the
+// reason is recorded in unreachable).
+func (rd *resourceReader) client(ctx context.Context, cluster string) client.Client {
+	if c, ok := rd.cache[cluster]; ok {
+		return c
+	}
+	if _, bad := rd.unreachable[cluster]; bad {
+		return nil
+	}
+	c, err := rd.clients.Client(ctx, cluster)
+	if err != nil {
+		rd.unreachable[cluster] = err.Error()
+		return nil
+	}
+	rd.cache[cluster] = c
+	return c
+}
+
+// read reads r from its cluster and fills State, Healthy and Message (and
+// Component and Trait from the object's labels when unknown).
+func (rd *resourceReader) read(ctx context.Context, r *liveResource) {
+	c := rd.client(ctx, r.Cluster)
+	if c == nil {
+		r.State = stateUnreachable
+		return
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(r.APIVersion)
+	obj.SetKind(r.Kind)
+	err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, obj)
+	switch {
+	case err == nil:
+		h := health.Check(ctx, obj)
+		r.State, r.Healthy, r.Message = h.Reason, h.Healthy, h.Message
+		if r.Component == "" {
+			r.Component = obj.GetLabels()[v1beta1.LabelAppComponent]
+			r.Trait = obj.GetLabels()[v1beta1.LabelTraitType]
+		}
+	case apierrors.IsNotFound(err):
+		r.State, r.Message = stateMissing, "not found in cluster "+r.Cluster
+	case meta.IsNoMatchError(err):
+		r.State, r.Message = stateMissing, fmt.Sprintf("cluster %s does not serve %s %s", r.Cluster, r.APIVersion, r.Kind)
+	default:
+		r.State, r.Message = stateReadError, err.Error()
+	}
+}
+
+// joinMessages joins two messages with "; ", either may be empty.
+func joinMessages(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // stateHealthyRelease is the State of a Helm release services[] calls healthy.
@@ -578,4 +647,169 @@ func formatTree(w io.Writer, rep *statusReport, msg func(string) string) error {
 	}
 	_, err := fmt.Fprintln(w, summary)
 	return err
+}
+
+// Helm's release records (its "secret" storage driver, the default of the
+// helm CLI and the one pkg/helm uses): one Secret per release revision in
+// the release namespace, labelled owner=helm, name=<release>,
+// version=<revision>, status=<deployed|superseded|failed|pending-…>; its
+// data key "release" holds the release as base64 of (usually gzipped) JSON
+// whose "manifest" is the rendered multi-document YAML. They are read here
+// without Helm's SDK, which the CLI does not link for `status`.
+const (
+	helmLabelOwner     = "owner"
+	helmOwner          = "helm"
+	helmLabelName      = "name"
+	helmLabelVersion   = "version"
+	helmLabelStatus    = "status"
+	helmStatusDeployed = "deployed"
+	helmReleaseKey     = "release"
+	// maxHelmReleaseBytes bounds a decompressed release record (a Secret
+	// holds at most 1 MiB; charts compress well, but not 64 times).
+	maxHelmReleaseBytes = 64 << 20
+)
+
+// helmRelease is the part of a Helm release record --tree reads.
+type helmRelease struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Version   int    `json:"version"`
+	Manifest  string `json:"manifest"`
+}
+
+// releaseResources lists the resources of Helm release rel (a HelmRelease
+// row: Name and Namespace are the release's; an empty Namespace searches
+// every namespace) from its record on c: the latest deployed revision,
+// else the latest revision. Each comes back as a row of rel's cluster and
+// component with Release set; namespaced objects without a namespace in
+// the manifest are in the release namespace (the record's). Errors say
+// which record was missing or unreadable.
+func releaseResources(ctx context.Context, c client.Client, rel liveResource) ([]liveResource, error) {
+	list := &corev1.SecretList{}
+	if err := c.List(ctx, list, client.InNamespace(rel.Namespace),
+		client.MatchingLabels{helmLabelOwner: helmOwner, helmLabelName: rel.Name}); err != nil {
+		return nil, fmt.Errorf("listing Helm release records (Secrets labelled %s=%s,%s=%s) in namespace %s: %w",
+			helmLabelOwner, helmOwner, helmLabelName, rel.Name, rel.Namespace, err)
+	}
+	rec := latestHelmRecord(list.Items)
+	if rec == nil {
+		return nil, fmt.Errorf("no Helm release record (Secret labelled %s=%s,%s=%s) in namespace %s of cluster %s",
+			helmLabelOwner, helmOwner, helmLabelName, rel.Name, rel.Namespace, rel.Cluster)
+	}
+	hr, err := decodeHelmRelease(rec.Data[helmReleaseKey])
+	if err != nil {
+		return nil, fmt.Errorf("Helm release record Secret %s/%s: %w", rec.Namespace, rec.Name, err)
+	}
+	objs, err := manifestObjects(hr.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("manifest of Helm release %s revision %d: %w", rel.Name, hr.Version, err)
+	}
+	out := make([]liveResource, 0, len(objs))
+	for _, o := range objs {
+		ns := o.GetNamespace()
+		if ns == "" {
+			// Unknown kinds count as namespaced; reading them says MISSING.
+			if namespaced, err := c.IsObjectNamespaced(o); err != nil || namespaced {
+				ns = rec.Namespace
+			}
+		}
+		out = append(out, liveResource{Cluster: rel.Cluster, Component: rel.Component, APIVersion: o.GetAPIVersion(),
+			Kind: o.GetKind(), Namespace: ns, Name: o.GetName(), Release: rel.Name})
+	}
+	return out, nil
+}
+
+// latestHelmRecord picks, among the records of one release, the deployed
+// one with the highest version, else the one with the highest version (a
+// release whose install failed or is pending); nil when there is none.
+func latestHelmRecord(secrets []corev1.Secret) *corev1.Secret {
+	var best *corev1.Secret
+	bestDeployed, bestVersion := false, -1
+	for i := range secrets {
+		s := &secrets[i]
+		v, err := strconv.Atoi(s.Labels[helmLabelVersion])
+		if err != nil {
+			v = 0
+		}
+		deployed := s.Labels[helmLabelStatus] == helmStatusDeployed
+		if best == nil || (deployed && !bestDeployed) || (deployed == bestDeployed && v > bestVersion) {
+			best, bestDeployed, bestVersion = s, deployed, v
+		}
+	}
+	return best
+}
+
+// decodeHelmRelease decodes the "release" value of a Helm record Secret
+// (Secret data, i.e. already base64-decoded once by the API): base64 of
+// JSON, gzipped or not. The decompressed size is bounded by
+// maxHelmReleaseBytes.
+func decodeHelmRelease(data []byte) (*helmRelease, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("data.%s is empty", helmReleaseKey)
+	}
+	raw, err := base64.StdEncoding.DecodeString(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("data.%s is not base64: %w", helmReleaseKey, err)
+	}
+	if len(raw) > 2 && raw[0] == 0x1f && raw[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("data.%s: gzip: %w", helmReleaseKey, err)
+		}
+		raw, err = io.ReadAll(io.LimitReader(zr, maxHelmReleaseBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("data.%s: gzip: %w", helmReleaseKey, err)
+		}
+		if len(raw) > maxHelmReleaseBytes {
+			return nil, fmt.Errorf("data.%s: more than %d bytes decompressed", helmReleaseKey, maxHelmReleaseBytes)
+		}
+	}
+	hr := &helmRelease{}
+	if err := json.Unmarshal(raw, hr); err != nil {
+		return nil, fmt.Errorf("data.%s: not a Helm release (JSON): %w", helmReleaseKey, err)
+	}
+	return hr, nil
+}
+
+// manifestObjects parses a Helm manifest (YAML documents separated by
+// "---"; empty and comment-only documents skipped; v1 Lists flattened)
+// into objects. A document that is not an object with apiVersion, kind
+// and metadata.name is an error naming its position (1-based).
+func manifestObjects(manifest string) ([]*unstructured.Unstructured, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(manifest)))
+	var out []*unstructured.Unstructured
+	for doc := 1; ; doc++ {
+		b, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+		var m map[string]any
+		if err := yaml.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		o := &unstructured.Unstructured{Object: m}
+		objs := []*unstructured.Unstructured{o}
+		if o.IsList() {
+			l, err := o.ToList()
+			if err != nil {
+				return nil, fmt.Errorf("document %d: %w", doc, err)
+			}
+			objs = objs[:0]
+			for i := range l.Items {
+				objs = append(objs, &l.Items[i])
+			}
+		}
+		for _, o := range objs {
+			if o.GetAPIVersion() == "" || o.GetKind() == "" || o.GetName() == "" {
+				return nil, fmt.Errorf("document %d: not an object with apiVersion, kind and metadata.name", doc)
+			}
+			out = append(out, o)
+		}
+	}
 }

@@ -4,18 +4,25 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/helm"
 )
 
 // appMod changes a fixture Application.
@@ -322,6 +329,7 @@ func testStatus(t *testing.T, e *cliEnv) {
 		}, states)
 		assert.Contains(t, rep.Unreachable, "hz-1")
 	})
+	t.Run("tree of a Helm release", func(t *testing.T) { testStatusHelmTree(t, e) })
 	t.Run("errors", func(t *testing.T) {
 		cases := []struct {
 			reason string
@@ -341,4 +349,89 @@ func testStatus(t *testing.T, e *cliEnv) {
 			}
 		}
 	})
+}
+
+// testStatusHelmTree: `status --tree` lists the resources of a Helm
+// release under its component (examples/helm-repo showed only the
+// HelmRelease row), read from the release record Helm's own Secret driver
+// wrote: the deployed revision's manifest, each resource read live (one
+// MISSING, one cluster-scoped), not those of superseded or pending
+// revisions; a release without a record says so on its row.
+func testStatusHelmTree(t *testing.T, e *cliEnv) {
+	ctx := context.Background()
+	const healthMsg = "release charted revision 2, chart simple-0.1.0: 2/3 resources ready"
+	app := &v1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: "charted", Namespace: "default"},
+		Spec: v1beta1.ApplicationSpec{Components: []common.ApplicationComponent{{Name: "chart", Type: "helm"}, {Name: "lost", Type: "helm"}}}}
+	require.NoError(t, e.c.Create(ctx, app))
+	app.Status.Phase = common.ApplicationRunning
+	app.Status.ObservedGeneration = app.Generation
+	app.Status.LatestRevision = &common.Revision{Name: "charted-v1", Revision: 1}
+	app.Status.Services = []common.ApplicationComponentStatus{
+		{Name: "chart", Namespace: "default", Healthy: true, Message: healthMsg},
+		{Name: "lost", Namespace: "default", Healthy: true, Message: "release lost revision 1: 0/0 resources ready"},
+	}
+	require.NoError(t, e.c.Status().Update(ctx, app))
+	releaseRef := func(name string) common.ClusterObjectReference {
+		return common.ClusterObjectReference{APIVersion: helm.APIVersion, Kind: helm.Kind, Namespace: "default", Name: name}
+	}
+	require.NoError(t, e.c.Create(ctx, &v1beta1.ResourceTracker{
+		ObjectMeta: metav1.ObjectMeta{Name: "charted-v1-default", Labels: map[string]string{v1beta1.LabelAppName: "charted", v1beta1.LabelAppNamespace: "default", v1beta1.LabelAppRevision: "charted-v1"}},
+		Spec: v1beta1.ResourceTrackerSpec{Type: v1beta1.ResourceTrackerTypeVersioned, ManagedResources: []v1beta1.ManagedResource{
+			{ClusterObjectReference: releaseRef("charted"), Component: "chart"},
+			{ClusterObjectReference: releaseRef("lost"), Component: "lost"},
+		}}}))
+
+	// Release records as Helm writes them (its Secret driver).
+	cs, err := kubernetes.NewForConfig(e.env.Config)
+	require.NoError(t, err)
+	records := driver.NewSecrets(cs.CoreV1().Secrets("default"))
+	doc := func(apiVersion, kind, name string) string {
+		return "---\n# Source: simple/templates/" + strings.ToLower(kind) + ".yaml\napiVersion: " + apiVersion + "\nkind: " + kind + "\nmetadata:\n  name: " + name + "\n"
+	}
+	for _, r := range []*release.Release{
+		{Version: 1, Info: &release.Info{Status: release.StatusSuperseded}, Manifest: doc("v1", "ConfigMap", "charted-old")},
+		{Version: 2, Info: &release.Info{Status: release.StatusDeployed}, Manifest: doc("v1", "ConfigMap", "charted-config") +
+			doc("apps/v1", "Deployment", "charted") + doc("v1", "Service", "charted") + doc("rbac.authorization.k8s.io/v1", "ClusterRole", "charted-reader")},
+		{Version: 3, Info: &release.Info{Status: release.StatusPendingUpgrade}, Manifest: doc("v1", "ConfigMap", "charted-next")},
+	} {
+		r.Name, r.Namespace = "charted", "default"
+		require.NoError(t, records.Create(fmt.Sprintf("sh.helm.release.v1.%s.v%d", r.Name, r.Version), r))
+	}
+	// Live: the ConfigMap, the Service and the ClusterRole; the Deployment is gone.
+	require.NoError(t, e.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "charted-config", Namespace: "default"}}))
+	require.NoError(t, e.c.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "charted", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}))
+	require.NoError(t, e.c.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "charted-reader"}}))
+
+	r := e.run("", "status", "charted", "--tree", "-o", "json")
+	require.Equal(t, ExitOK, r.code, r.err)
+	var rep statusReport
+	require.NoError(t, json.Unmarshal([]byte(r.out), &rep))
+	type row struct{ Component, Kind, Namespace, Name, State, Release string }
+	var got []row
+	msgs := map[string]string{}
+	for _, res := range rep.Resources {
+		assert.Equal(t, "local", res.Cluster)
+		got = append(got, row{res.Component, res.Kind, res.Namespace, res.Name, res.State, res.Release})
+		msgs[res.Kind+"/"+res.Name] = res.Message
+	}
+	assert.Equal(t, []row{
+		{"chart", "ClusterRole", "", "charted-reader", "Healthy", "charted"},
+		{"chart", "ConfigMap", "default", "charted-config", "Healthy", "charted"},
+		{"chart", "Deployment", "default", "charted", stateMissing, "charted"},
+		{"chart", "HelmRelease", "default", "charted", "Healthy", ""},
+		{"chart", "Service", "default", "charted", "Healthy", "charted"},
+		{"lost", "HelmRelease", "default", "lost", "Healthy", ""},
+	}, got, "the deployed revision's resources, grouped under the release's component")
+	assert.Equal(t, healthMsg, msgs["HelmRelease/charted"])
+	assert.Equal(t, "not found in cluster local", msgs["Deployment/charted"])
+	assert.Contains(t, msgs["HelmRelease/lost"], "its resources are not listed: no Helm release record")
+
+	r = e.run("", "status", "charted", "--tree")
+	require.Equal(t, ExitOK, r.code, r.err)
+	for _, want := range []string{"ClusterRole", "charted-reader", "Deployment", "MISSING", "HelmRelease", "6 resources"} {
+		assert.Contains(t, r.out, want)
+	}
+	assert.NotContains(t, r.out, "charted-old", "a superseded revision's resources are not shown")
+	assert.NotContains(t, r.out, "charted-next", "a pending revision's resources are not shown while one is deployed")
 }
