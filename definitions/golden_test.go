@@ -31,8 +31,7 @@ const (
 )
 
 // skipped names golden cases that cannot render yet, with the reason.
-var skipped = map[string]string{
-}
+var skipped = map[string]string{}
 
 // source is the built-in definitions (definitions.FS) plus the user-written
 // KubeVela-format definitions of testdata/user, which must load unchanged.

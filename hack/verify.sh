@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Fails when generated code (deepcopy, CRDs) differs from what the API types
-# produce, or when Go files are not gofmt-formatted. Read-only: the generated
-# files are put back as they were, so run 'make generate' to update them.
+# Fails when generated code (deepcopy, CRDs, the chart's definitions and
+# values table) differs from what the API types and definitions produce,
+# or when Go files are not gofmt-formatted. Read-only: the generated files
+# are put back as they were, so run 'make generate' to update them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-gen_files() { find apis -name 'zz_generated.*.go'; find charts/oamflow/crds -name '*.yaml'; }
+gen_files() { find apis -name 'zz_generated.*.go'; find charts/oamflow/crds charts/oamflow/definitions -name '*.yaml'; echo charts/oamflow/README.md; }
 snap=$(mktemp -d)
 trap 'rm -rf "$snap"' EXIT
 gen_files | while read -r f; do mkdir -p "$snap/before/$(dirname "$f")"; cp "$f" "$snap/before/$f"; done

@@ -360,4 +360,3 @@ func (c *lockedContext) SetVar(v cue.Value, paths ...string) error {
 	defer c.mu.Unlock()
 	return c.Context.SetVar(v, paths...)
 }
-
