@@ -75,26 +75,38 @@ func readDefinitionFiles(paths []string) ([]*appfile.Definition, error) {
 		if err != nil {
 			return nil, &UserError{Err: fmt.Errorf("reading %s: %w", p, err)}
 		}
-		if strings.EqualFold(filepath.Ext(p), ".cue") {
-			f, err := definition.ParseCUE(p, data)
-			if err != nil {
-				return nil, &UserError{Err: err}
-			}
-			obj, err := f.Object("")
-			if err != nil {
-				return nil, &UserError{Err: fmt.Errorf("%s: %w", p, err)}
-			}
-			out = append(out, &appfile.Definition{Kind: f.Kind, Name: f.Name, Origin: p, Object: obj,
-				File: p, LineOffset: f.TemplateLineOffset, ImportLines: f.TemplateImportLines})
-			continue
+		defs, err := decodeDefinitionFile(p, data)
+		if err != nil {
+			return nil, err
 		}
-		objs, err := definition.DecodeYAML(p, data)
+		out = append(out, defs...)
+	}
+	return out, nil
+}
+
+// decodeDefinitionFile reads the definition objects (no namespace set) of
+// one file's data: a .cue definition file (by p's extension) or YAML/JSON
+// documents. p names the file in errors, which are UserErrors.
+func decodeDefinitionFile(p string, data []byte) ([]*appfile.Definition, error) {
+	if strings.EqualFold(filepath.Ext(p), ".cue") {
+		f, err := definition.ParseCUE(p, data)
 		if err != nil {
 			return nil, &UserError{Err: err}
 		}
-		for _, obj := range objs {
-			out = append(out, &appfile.Definition{Kind: definition.KindOf(obj), Name: obj.GetName(), Origin: p, Object: obj})
+		obj, err := f.Object("")
+		if err != nil {
+			return nil, &UserError{Err: fmt.Errorf("%s: %w", p, err)}
 		}
+		return []*appfile.Definition{{Kind: f.Kind, Name: f.Name, Origin: p, Object: obj,
+			File: p, LineOffset: f.TemplateLineOffset, ImportLines: f.TemplateImportLines}}, nil
+	}
+	objs, err := definition.DecodeYAML(p, data)
+	if err != nil {
+		return nil, &UserError{Err: err}
+	}
+	out := make([]*appfile.Definition, 0, len(objs))
+	for _, obj := range objs {
+		out = append(out, &appfile.Definition{Kind: definition.KindOf(obj), Name: obj.GetName(), Origin: p, Object: obj})
 	}
 	return out, nil
 }
