@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -19,7 +22,6 @@ import (
 	chart "github.com/oamflow/oamflow/charts/oamflow"
 	"github.com/oamflow/oamflow/definitions"
 	"github.com/oamflow/oamflow/pkg/appfile"
-	"github.com/oamflow/oamflow/pkg/definition"
 )
 
 type installOptions struct {
@@ -38,7 +40,9 @@ func newInstallCommand(g *GlobalOptions) *cobra.Command {
   - the system namespace oamflow-system,
   - the built-in ComponentDefinitions, TraitDefinitions, PolicyDefinitions and
     WorkflowStepDefinitions into oamflow-system (skip with --skip-definitions).
-Safe to run again: existing objects are updated, nothing is deleted.`,
+Safe to run again: only what is missing or differs is written (each part
+says how many objects were created, updated and left unchanged), nothing is
+deleted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
 	}
@@ -55,25 +59,64 @@ func (o *installOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	out := o.g.Out
-	names, err := installCRDs(ctx, c)
+	return install(ctx, c, o.g.Out, o.skipDefinition, o.timeout)
+}
+
+// Verbs of install and def apply, one per object.
+const (
+	verbCreated   = "created"
+	verbUpdated   = "updated"
+	verbUnchanged = "unchanged"
+)
+
+// install brings the CRDs, the system namespace and (unless skipDefs) the
+// built-in definitions into c, writing only what is missing or differs:
+// a second run with nothing changed issues no write. It prints a line per
+// part with what was created, updated and left unchanged; timeout bounds
+// the wait for the CRDs to be served.
+func install(ctx context.Context, c client.Client, out io.Writer, skipDefs bool, timeout time.Duration) error {
+	counts, names, err := installCRDs(ctx, c)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "CRDs: %d applied\n", len(names))
-	if err := waitEstablished(ctx, c, names, o.timeout); err != nil {
+	fmt.Fprintf(out, "CRDs: %s\n", verbCounts(counts))
+	if err := waitEstablished(ctx, c, names, timeout); err != nil {
 		return err
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appfile.SystemNamespace}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", appfile.SystemNamespace, err)
+	if err := ensureNamespace(ctx, c, appfile.SystemNamespace); err != nil {
+		return err
 	}
 	fmt.Fprintf(out, "namespace %s ready\n", appfile.SystemNamespace)
-	if o.skipDefinition {
+	if skipDefs {
 		return nil
 	}
-	counts := map[string]int{}
-	err = fs.WalkDir(definitions.FS, ".", func(p string, d fs.DirEntry, err error) error {
+	defs, err := builtinDefinitions()
+	if err != nil {
+		return err
+	}
+	counts = map[string]int{}
+	for _, d := range defs {
+		verb, err := applyDefinition(ctx, c, d.Object, appfile.SystemNamespace)
+		if err != nil {
+			return err
+		}
+		counts[verb]++
+	}
+	fmt.Fprintf(out, "built-in definitions in %s: %s\n", appfile.SystemNamespace, verbCounts(counts))
+	return nil
+}
+
+// verbCounts says "N created, N updated, N unchanged".
+func verbCounts(counts map[string]int) string {
+	return fmt.Sprintf("%d %s, %d %s, %d %s", counts[verbCreated], verbCreated,
+		counts[verbUpdated], verbUpdated, counts[verbUnchanged], verbUnchanged)
+}
+
+// builtinDefinitions reads every .cue file of the definitions folder
+// (definitions.FS) as def apply reads files (decodeDefinitionFile).
+func builtinDefinitions() ([]*appfile.Definition, error) {
+	var out []*appfile.Definition
+	err := fs.WalkDir(definitions.FS, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || path.Ext(p) != ".cue" {
 			return err
 		}
@@ -81,62 +124,86 @@ func (o *installOptions) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		f, err := definition.ParseCUE(p, data)
+		defs, err := decodeDefinitionFile(p, data)
 		if err != nil {
+			// A built-in that does not load is oamflow's bug, not the user's.
+			var ue *UserError
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
 			return fmt.Errorf("built-in definition %s: %w", p, err)
 		}
-		obj, err := f.Object(appfile.SystemNamespace)
-		if err != nil {
-			return fmt.Errorf("built-in definition %s: %w", p, err)
-		}
-		verb, err := applyDefinition(ctx, c, obj, appfile.SystemNamespace)
-		if err != nil {
-			return err
-		}
-		counts[verb]++
+		out = append(out, defs...)
 		return nil
 	})
-	if err != nil {
-		return err
+	return out, err
+}
+
+// ensureNamespace creates namespace ns unless it exists.
+func ensureNamespace(ctx context.Context, c client.Client, ns string) error {
+	err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+	if err == nil {
+		return nil
 	}
-	fmt.Fprintf(out, "built-in definitions in %s: %d created, %d updated, %d unchanged\n",
-		appfile.SystemNamespace, counts["created"], counts["updated"], counts["unchanged"])
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("reading namespace %s: %w", ns, err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", ns, err)
+	}
 	return nil
 }
 
-// installCRDs creates or updates every CRD the chart ships and returns their names.
-func installCRDs(ctx context.Context, c client.Client) ([]string, error) {
+// installCRDs creates every CRD the chart ships, or updates its spec when
+// it differs from the served one (compared after the API server's
+// defaults), and returns how many were created, updated and unchanged and
+// their names.
+func installCRDs(ctx context.Context, c client.Client) (map[string]int, []string, error) {
 	entries, err := fs.ReadDir(chart.CRDs, "crds")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	counts := map[string]int{}
 	var names []string
 	for _, e := range entries {
 		data, err := fs.ReadFile(chart.CRDs, path.Join("crds", e.Name()))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := yaml.UnmarshalStrict(data, crd); err != nil {
-			return nil, fmt.Errorf("CRD file %s: %w", e.Name(), err)
+			return nil, nil, fmt.Errorf("CRD file %s: %w", e.Name(), err)
 		}
 		existing := &apiextensionsv1.CustomResourceDefinition{}
 		switch err := c.Get(ctx, client.ObjectKey{Name: crd.Name}, existing); {
 		case apierrors.IsNotFound(err):
 			if err := c.Create(ctx, crd); err != nil {
-				return nil, fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+				return nil, nil, fmt.Errorf("creating CRD %s: %w", crd.Name, err)
 			}
+			counts[verbCreated]++
 		case err != nil:
-			return nil, fmt.Errorf("reading CRD %s: %w", crd.Name, err)
+			return nil, nil, fmt.Errorf("reading CRD %s: %w", crd.Name, err)
+		case sameCRDSpec(existing, crd):
+			counts[verbUnchanged]++
 		default:
 			existing.Spec = crd.Spec
 			if err := c.Update(ctx, existing); err != nil {
-				return nil, fmt.Errorf("updating CRD %s: %w", crd.Name, err)
+				return nil, nil, fmt.Errorf("updating CRD %s: %w", crd.Name, err)
 			}
+			counts[verbUpdated]++
 		}
 		names = append(names, crd.Name)
 	}
-	return names, nil
+	return counts, names, nil
+}
+
+// sameCRDSpec reports whether served's spec is what want's would be once
+// the API server has set its defaults (apiextensions/v1 defaulting, the
+// same functions the server runs).
+func sameCRDSpec(served, want *apiextensionsv1.CustomResourceDefinition) bool {
+	w := want.DeepCopy()
+	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(w)
+	return equality.Semantic.DeepEqual(served.Spec, w.Spec)
 }
 
 // waitEstablished waits until every named CRD has condition Established=True.
