@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
-	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // EvalResult is what a definition's status CUE yields: isHealth (from
@@ -135,7 +135,7 @@ func Evaluate(ctx context.Context, ev StatusEvaluator, s Subject) (Outcome, erro
 	var messages []string
 	var details map[string]string
 	for _, o := range objs {
-		release := helm.IsHelmRelease(o.Live)
+		release := helmspec.IsHelmRelease(o.Live)
 		if hasPolicy && !release {
 			continue
 		}

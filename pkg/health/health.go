@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
-	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // Reasons of a Result (CamelCase, stable).
@@ -51,8 +51,8 @@ type checkFn func(obj *unstructured.Unstructured, ks *status.Result) Result
 func checkFor(obj *unstructured.Unstructured) checkFn {
 	gk := obj.GroupVersionKind().GroupKind()
 	switch gk.Group {
-	case helm.Group:
-		if gk.Kind == helm.Kind {
+	case helmspec.Group:
+		if gk.Kind == helmspec.Kind {
 			return checkHelmRelease
 		}
 	case "apps":

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
-	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // ReasonInvalidRelease is the reason of a HelmRelease whose spec does not
@@ -15,12 +15,12 @@ const ReasonInvalidRelease = "InvalidRelease"
 
 // HelmStatus is the part of *helm.Client that NewHelmReleases uses.
 type HelmStatus interface {
-	Status(ctx context.Context, req helm.Request) (helm.Health, error)
+	Status(ctx context.Context, req helmspec.Request) (helmspec.Health, error)
 }
 
 // NewHelmReleases returns the ReleaseChecker backed by a Helm client
 // (normally *helm.Client): the HelmRelease spec is parsed
-// (helm.SpecFromObject; release name defaults to the component, namespace
+// (helmspec.SpecFromObject; release name defaults to the component, namespace
 // to the Application's) and helm.Client.Status judges the release: healthy
 // when deployed at the desired chart and values and every manifest
 // resource is ready by kstatus (or every healthStatus criterion holds). A
@@ -36,11 +36,11 @@ func (h helmReleases) ReleaseHealth(ctx context.Context, cluster, appNamespace s
 	if name == "" {
 		name = obj.GetName()
 	}
-	spec, err := helm.SpecFromObject(obj, helm.Defaults{Name: name, Namespace: appNamespace})
+	spec, err := helmspec.SpecFromObject(obj, helmspec.Defaults{Name: name, Namespace: appNamespace})
 	if err != nil {
 		return ReleaseHealth{Reason: ReasonInvalidRelease, Message: err.Error(), Name: obj.GetName(), Namespace: obj.GetNamespace()}, nil
 	}
-	hh, err := h.c.Status(ctx, helm.Request{Cluster: cluster, Namespace: appNamespace, Spec: spec})
+	hh, err := h.c.Status(ctx, helmspec.Request{Cluster: cluster, Namespace: appNamespace, Spec: spec})
 	if err != nil {
 		return ReleaseHealth{}, err
 	}

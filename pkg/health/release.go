@@ -9,14 +9,14 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // ReasonHelmNotConfigured is the reason of a HelmRelease judged without a
 // ReleaseChecker.
 const ReasonHelmNotConfigured = "HelmNotConfigured"
 
-// ReleaseChecker judges virtual HelmRelease objects (helm.IsHelmRelease),
+// ReleaseChecker judges virtual HelmRelease objects (helmspec.IsHelmRelease),
 // which no API server serves: their health is that of the Helm release
 // they stand for. NewHelmReleases adapts a *helm.Client.
 type ReleaseChecker interface {
@@ -38,13 +38,13 @@ func (fn ReleaseCheckerFn) ReleaseHealth(ctx context.Context, cluster, appNamesp
 // ReleaseHealth is the health of one Helm release.
 type ReleaseHealth struct {
 	Healthy bool
-	// Reason is a CamelCase word, e.g. helm.ReasonReady, helm.ReasonChartUnavailable.
+	// Reason is a CamelCase word, e.g. helmspec.ReasonReady, helmspec.ReasonChartUnavailable.
 	Reason string
 	// Message is "release R revision N, chart C-V: N/M resources ready", or
 	// what went wrong before resources could be counted.
 	Message string
 	// Details group the resources not ready and MISSING by kind (see
-	// helm.Health.Details); nil when all are ready.
+	// helmspec.Health.Details); nil when all are ready.
 	Details map[string]string
 	// Name and Namespace of the release; Revision, Status, Chart,
 	// ChartVersion and AppVersion of its newest revision (zero when none).
@@ -73,7 +73,7 @@ type Fetcher struct {
 // Fetch reads the live counterpart of rendered through r (see Fetcher); a
 // missing object is returned with Live nil and no error.
 func (f Fetcher) Fetch(ctx context.Context, r client.Reader, rendered *unstructured.Unstructured) (Object, error) {
-	if !helm.IsHelmRelease(rendered) {
+	if !helmspec.IsHelmRelease(rendered) {
 		return fetchObject(ctx, r, rendered)
 	}
 	rh := ReleaseHealth{

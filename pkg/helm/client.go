@@ -12,18 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-// Request is one release to act on.
-type Request struct {
-	// Cluster is the target cluster ("" or "local" is the hub).
-	Cluster string
-	// Namespace is the application's namespace: auth Secrets and valuesFrom
-	// objects are read there (on the hub), and nowhere else.
-	Namespace string
-	// Spec is a parsed, defaulted Spec (see ParseSpec).
-	Spec *Spec
-}
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
+)
 
 // Action is what an operation did to a release.
 type Action string
@@ -52,18 +43,6 @@ type Result struct {
 	RetryAfter time.Duration
 }
 
-// ReleaseInfo summarizes a stored release revision.
-type ReleaseInfo struct {
-	Name, Namespace string
-	Revision        int
-	Status          string
-	Chart           string
-	ChartVersion    string
-	AppVersion      string
-	// Digest is the LabelDigest of the revision ("" if not set by oamflow).
-	Digest string
-}
-
 func infoOf(r *release.Release) ReleaseInfo {
 	if r == nil {
 		return ReleaseInfo{}
@@ -77,14 +56,6 @@ func infoOf(r *release.Release) ReleaseInfo {
 	}
 	return ri
 }
-
-// ChartError wraps a failure to fetch or load the chart of a Request
-// (not found, unreachable, refused by a guard, bad credentials). A
-// release whose chart fails this way is never healthy.
-type ChartError struct{ Err error }
-
-func (e *ChartError) Error() string { return e.Err.Error() }
-func (e *ChartError) Unwrap() error { return e.Err }
 
 // ErrOperationInProgress is returned with ActionPending: the release is in
 // a pending-* state younger than the grace period.
@@ -121,37 +92,10 @@ func NewClient(factory Factory, charts ChartFetcher, reader client.Reader, opts 
 	return c
 }
 
-// desired is the fetched chart and merged values of a Request.
-type desired struct {
-	chart  *Chart
-	values map[string]any
-	digest string
-}
+type desired = helmspec.Desired
 
 func (c *Client) prepare(ctx context.Context, req Request) (*desired, error) {
-	if req.Spec == nil {
-		return nil, errors.New("helm request has no spec")
-	}
-	var ch *Chart
-	err := safely("fetch chart", func() error {
-		var ferr error
-		ch, ferr = c.charts.Fetch(ctx, req.Namespace, req.Spec.Chart)
-		return ferr
-	})
-	if err != nil {
-		return nil, &ChartError{Err: err}
-	}
-	vals, err := ResolveValues(ctx, c.reader, req.Namespace, req.Spec)
-	if err != nil {
-		return nil, err
-	}
-	d, err := releaseDigest(ch.Digest, req.Spec.Release.Name, req.Spec.Release.Namespace, vals)
-	if err != nil {
-		return nil, err
-	}
-	vals = copyValues(vals)
-	applyNulls(ch.Chart, vals)
-	return &desired{chart: ch, values: vals, digest: d}, nil
+	return helmspec.Prepare(ctx, c.charts, c.reader, req)
 }
 
 // Digest returns the desired-state digest of req (fetching its chart and
@@ -161,7 +105,7 @@ func (c *Client) Digest(ctx context.Context, req Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return d.digest, nil
+	return d.Digest, nil
 }
 
 func (c *Client) config(ctx context.Context, cluster, namespace string) (*action.Configuration, error) {
@@ -198,23 +142,23 @@ func (c *Client) install(ctx context.Context, cfg *action.Configuration, req Req
 	in := action.NewInstall(cfg)
 	in.ReleaseName = s.Release.Name
 	in.Namespace = s.Release.Namespace
-	in.CreateNamespace = s.Options.createNamespace()
-	in.Timeout = s.Options.timeout()
+	in.CreateNamespace = s.Options.EffectiveCreateNamespace()
+	in.Timeout = s.Options.EffectiveTimeout()
 	in.Wait = s.Options.Wait
 	in.WaitForJobs = s.Options.Wait
 	in.Atomic = s.Options.Atomic
-	in.SkipCRDs = s.Options.skipCRDs()
+	in.SkipCRDs = s.Options.EffectiveSkipCRDs()
 	in.DisableHooks = s.Options.SkipHooks
 	in.Replace = replace
-	in.Labels = map[string]string{LabelDigest: d.digest}
+	in.Labels = map[string]string{LabelDigest: d.Digest}
 	var rel *release.Release
-	err := safely("helm install", func() error {
+	err := helmspec.Safely("helm install", func() error {
 		var ierr error
-		rel, ierr = in.RunWithContext(ctx, d.chart.Chart, d.values)
+		rel, ierr = in.RunWithContext(ctx, d.Chart.Chart, d.Values)
 		return ierr
 	})
 	if err != nil {
-		return Result{Release: infoOf(rel)}, fmt.Errorf("install release %s/%s (chart %s): %w", s.Release.Namespace, s.Release.Name, d.chart.Ref, err)
+		return Result{Release: infoOf(rel)}, fmt.Errorf("install release %s/%s (chart %s): %w", s.Release.Namespace, s.Release.Name, d.Chart.Ref, err)
 	}
 	return Result{Action: ActionInstalled, Release: infoOf(rel)}, nil
 }
@@ -237,12 +181,12 @@ func (c *Client) upgrade(ctx context.Context, cfg *action.Configuration, req Req
 	s := req.Spec
 	up := action.NewUpgrade(cfg)
 	up.Namespace = s.Release.Namespace
-	up.Timeout = s.Options.timeout()
+	up.Timeout = s.Options.EffectiveTimeout()
 	up.Wait = s.Options.Wait
 	up.WaitForJobs = s.Options.Wait
 	up.Atomic = s.Options.Atomic
-	up.MaxHistory = s.Options.maxHistory()
-	up.SkipCRDs = s.Options.skipCRDs()
+	up.MaxHistory = s.Options.EffectiveMaxHistory()
+	up.SkipCRDs = s.Options.EffectiveSkipCRDs()
 	up.DisableHooks = s.Options.SkipHooks
 	up.Force = s.Options.Force
 	up.Recreate = s.Options.RecreatePods
@@ -250,15 +194,15 @@ func (c *Client) upgrade(ctx context.Context, cfg *action.Configuration, req Req
 	// The values are always complete: never let Helm reuse the old ones
 	// (it does when the new values are empty and neither flag is set).
 	up.ResetValues = true
-	up.Labels = map[string]string{LabelDigest: d.digest}
+	up.Labels = map[string]string{LabelDigest: d.Digest}
 	var rel *release.Release
-	err := safely("helm upgrade", func() error {
+	err := helmspec.Safely("helm upgrade", func() error {
 		var uerr error
-		rel, uerr = up.RunWithContext(ctx, s.Release.Name, d.chart.Chart, d.values)
+		rel, uerr = up.RunWithContext(ctx, s.Release.Name, d.Chart.Chart, d.Values)
 		return uerr
 	})
 	if err != nil {
-		return Result{Release: infoOf(rel)}, fmt.Errorf("upgrade release %s/%s (chart %s): %w", s.Release.Namespace, s.Release.Name, d.chart.Ref, err)
+		return Result{Release: infoOf(rel)}, fmt.Errorf("upgrade release %s/%s (chart %s): %w", s.Release.Namespace, s.Release.Name, d.Chart.Ref, err)
 	}
 	return Result{Action: ActionUpgraded, Release: infoOf(rel)}, nil
 }
@@ -291,7 +235,7 @@ func (c *Client) Ensure(ctx context.Context, req Request) (Result, error) {
 	var recovery string
 	if cur != nil && cur.Info.Status.IsPending() {
 		grace := c.grace
-		if t := s.Options.timeout(); t > grace {
+		if t := s.Options.EffectiveTimeout(); t > grace {
 			grace = t
 		}
 		age := c.now().Sub(cur.Info.LastDeployed.Time)
@@ -314,7 +258,7 @@ func (c *Client) Ensure(ctx context.Context, req Request) (Result, error) {
 		res, err = c.install(ctx, cfg, req, d, false)
 	case cur.Info.Status == release.StatusUninstalled:
 		res, err = c.install(ctx, cfg, req, d, true)
-	case cur.Info.Status == release.StatusDeployed && cur.Labels[LabelDigest] == d.digest:
+	case cur.Info.Status == release.StatusDeployed && cur.Labels[LabelDigest] == d.Digest:
 		res = Result{Action: ActionUnchanged, Release: infoOf(cur)}
 	default:
 		failed := cur.Info.Status == release.StatusFailed && recovery == ""
@@ -350,10 +294,10 @@ func (c *Client) recoverPending(ctx context.Context, cfg *action.Configuration, 
 	}
 	rb := action.NewRollback(cfg)
 	rb.Version = deployed.Version
-	rb.Timeout = req.Spec.Options.timeout()
-	rb.MaxHistory = req.Spec.Options.maxHistory()
+	rb.Timeout = req.Spec.Options.EffectiveTimeout()
+	rb.MaxHistory = req.Spec.Options.EffectiveMaxHistory()
 	rb.DisableHooks = req.Spec.Options.SkipHooks
-	if err := safely("helm rollback", func() error { return rb.Run(stuck.Name) }); err != nil {
+	if err := helmspec.Safely("helm rollback", func() error { return rb.Run(stuck.Name) }); err != nil {
 		return what, fmt.Errorf("roll back stuck release %s/%s to revision %d: %w", stuck.Namespace, stuck.Name, deployed.Version, err)
 	}
 	return fmt.Sprintf("%s and rolled back to revision %d", what, deployed.Version), nil
@@ -368,12 +312,12 @@ func (c *Client) Rollback(ctx context.Context, cluster, namespace, name string, 
 	}
 	rb := action.NewRollback(cfg)
 	rb.Version = revision
-	rb.Timeout = opts.timeout()
+	rb.Timeout = opts.EffectiveTimeout()
 	rb.Wait = opts.Wait
-	rb.MaxHistory = opts.maxHistory()
+	rb.MaxHistory = opts.EffectiveMaxHistory()
 	rb.DisableHooks = opts.SkipHooks
 	rb.CleanupOnFail = opts.CleanupOnFail
-	if err := safely("helm rollback", func() error { return rb.Run(name) }); err != nil {
+	if err := helmspec.Safely("helm rollback", func() error { return rb.Run(name) }); err != nil {
 		return Result{}, fmt.Errorf("roll back release %s/%s: %w", namespace, name, err)
 	}
 	cur, err := last(cfg, name)
@@ -398,11 +342,11 @@ func (c *Client) Uninstall(ctx context.Context, cluster, namespace, name string,
 		return Result{Action: ActionNotFound, Release: ReleaseInfo{Name: name, Namespace: namespace}}, nil
 	}
 	un := action.NewUninstall(cfg)
-	un.Timeout = opts.timeout()
+	un.Timeout = opts.EffectiveTimeout()
 	un.Wait = opts.Wait
 	un.DisableHooks = opts.SkipHooks
 	un.IgnoreNotFound = true
-	if err := safely("helm uninstall", func() error { _, uerr := un.Run(name); return uerr }); err != nil {
+	if err := helmspec.Safely("helm uninstall", func() error { _, uerr := un.Run(name); return uerr }); err != nil {
 		return Result{Release: infoOf(cur)}, fmt.Errorf("uninstall release %s/%s: %w", namespace, name, err)
 	}
 	info := infoOf(cur)
@@ -422,50 +366,6 @@ func (c *Client) Template(ctx context.Context, req Request) ([]*unstructured.Uns
 	return templateChart(ctx, req.Spec, d)
 }
 
-func templateChart(ctx context.Context, s *Spec, d *desired) ([]*unstructured.Unstructured, error) {
-	cfg := &action.Configuration{Log: debugLog(ctrl.LoggerFrom(ctx))}
-	in := action.NewInstall(cfg)
-	in.DryRun = true
-	in.ClientOnly = true
-	in.Replace = true
-	in.ReleaseName = s.Release.Name
-	in.Namespace = s.Release.Namespace
-	in.IncludeCRDs = !s.Options.skipCRDs()
-	in.DisableHooks = s.Options.SkipHooks
-	var rel *release.Release
-	err := safely("helm template", func() error {
-		var terr error
-		rel, terr = in.RunWithContext(ctx, d.chart.Chart, d.values)
-		return terr
-	})
-	if err != nil {
-		return nil, fmt.Errorf("render chart %s: %w", d.chart.Ref, err)
-	}
-	objs, err := parseManifest(rel.Manifest)
-	if err != nil {
-		return nil, fmt.Errorf("render chart %s: %w", d.chart.Ref, err)
-	}
-	if s.Options.SkipHooks {
-		return objs, nil
-	}
-	for _, h := range rel.Hooks {
-		if s.Options.skipTests() && isTestHook(h) {
-			continue
-		}
-		hs, err := parseManifest(h.Manifest)
-		if err != nil {
-			return nil, fmt.Errorf("render chart %s hook %s: %w", d.chart.Ref, h.Path, err)
-		}
-		objs = append(objs, hs...)
-	}
-	return objs, nil
-}
-
-func isTestHook(h *release.Hook) bool {
-	for _, e := range h.Events {
-		if e == release.HookTest {
-			return true
-		}
-	}
-	return false
+func templateChart(_ context.Context, s *Spec, d *desired) ([]*unstructured.Unstructured, error) {
+	return helmspec.RenderChart(s, d)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -16,102 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
-
-// Health reasons (CamelCase, stable) reported in Health.Reason.
-const (
-	ReasonReady              = "Ready"
-	ReasonChartUnavailable   = "ChartUnavailable"
-	ReasonValuesUnavailable  = "ValuesUnavailable"
-	ReasonReleaseNotFound    = "ReleaseNotFound"
-	ReasonReleaseNotDeployed = "ReleaseNotDeployed"
-	ReasonOutOfSync          = "OutOfSync"
-	ReasonResourcesNotReady  = "ResourcesNotReady"
-	ReasonCriteriaNotMet     = "HealthCriteriaNotMet"
-)
-
-// ResourceState is the readiness of one manifest resource.
-type ResourceState string
-
-// Resource states.
-const (
-	StateReady    ResourceState = "Ready"
-	StateNotReady ResourceState = "NotReady"
-	StateMissing  ResourceState = "Missing"
-)
-
-// ResourceHealth is one resource of a release manifest as found live.
-type ResourceHealth struct {
-	APIVersion, Kind, Namespace, Name string
-	State                             ResourceState
-	// Message is kstatus's message for NotReady resources.
-	Message string
-}
-
-// Health is the health of a release: healthy when it is deployed at the
-// desired digest and every manifest resource is ready by kstatus (or, with
-// healthStatus criteria, every criterion holds). A chart that cannot be
-// fetched is never healthy.
-type Health struct {
-	Healthy bool
-	// Reason is one of the Reason* constants.
-	Reason string
-	// Message is "release R revision N, chart C-V: N/M resources ready",
-	// or what went wrong before resources could be counted.
-	Message   string
-	Release   ReleaseInfo
-	Ready     int
-	Total     int
-	Resources []ResourceHealth
-}
-
-// Details groups the resources that are not ready, and those MISSING, by
-// kind, for services[].details: key Kind, value e.g.
-// "not ready: web (Available: 0/2 replicas); MISSING: db". Keys and names
-// are sorted; ready kinds are absent.
-func (h Health) Details() map[string]string {
-	type group struct{ notReady, missing []string }
-	groups := map[string]*group{}
-	for _, r := range h.Resources {
-		if r.State == StateReady {
-			continue
-		}
-		g := groups[r.Kind]
-		if g == nil {
-			g = &group{}
-			groups[r.Kind] = g
-		}
-		name := r.Name
-		if r.Namespace != "" && r.Namespace != h.Release.Namespace {
-			name = r.Namespace + "/" + r.Name
-		}
-		if r.State == StateMissing {
-			g.missing = append(g.missing, name)
-			continue
-		}
-		if r.Message != "" {
-			name += " (" + r.Message + ")"
-		}
-		g.notReady = append(g.notReady, name)
-	}
-	if len(groups) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(groups))
-	for kind, g := range groups {
-		sort.Strings(g.notReady)
-		sort.Strings(g.missing)
-		var parts []string
-		if len(g.notReady) > 0 {
-			parts = append(parts, "not ready: "+strings.Join(g.notReady, ", "))
-		}
-		if len(g.missing) > 0 {
-			parts = append(parts, "MISSING: "+strings.Join(g.missing, ", "))
-		}
-		out[kind] = strings.Join(parts, "; ")
-	}
-	return out
-}
 
 func unhealthy(reason, format string, args ...any) Health {
 	return Health{Reason: reason, Message: fmt.Sprintf(format, args...)}
@@ -137,7 +43,7 @@ func (c *Client) Status(ctx context.Context, req Request) (Health, error) {
 	if err != nil || h.Reason == ReasonReleaseNotFound || h.Reason == ReasonReleaseNotDeployed {
 		return h, err
 	}
-	if h.Release.Digest != d.digest {
+	if h.Release.Digest != d.Digest {
 		h.Healthy = false
 		h.Reason = ReasonOutOfSync
 		h.Message += "; chart or values changed since this revision, upgrade pending"
@@ -181,7 +87,7 @@ func (c *Client) StatusRelease(ctx context.Context, cluster, namespace, name str
 }
 
 func releaseHealth(ctx context.Context, cfg *action.Configuration, rel *release.Release, criteria []HealthCriterion) (Health, error) {
-	objs, err := parseManifest(rel.Manifest)
+	objs, err := helmspec.ParseManifest(rel.Manifest)
 	if err != nil {
 		return Health{}, fmt.Errorf("release %s/%s manifest: %w", rel.Namespace, rel.Name, err)
 	}
@@ -268,7 +174,7 @@ func releaseHealth(ctx context.Context, cfg *action.Configuration, rel *release.
 // Current; here a Job must have Complete=True), others present. msg is kstatus's
 // explanation when not ready.
 func ResourceReady(obj *unstructured.Unstructured) (ready bool, msg string, err error) {
-	err = safely("kstatus", func() error {
+	err = helmspec.Safely("kstatus", func() error {
 		res, cerr := status.Compute(obj)
 		if cerr != nil {
 			return fmt.Errorf("compute status of %s %s: %w", obj.GetKind(), obj.GetName(), cerr)

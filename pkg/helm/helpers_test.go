@@ -27,6 +27,8 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/repo"
 	"sigs.k8s.io/yaml"
+
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // moduleRoot walks up from the working directory to oamflow's go.mod.
@@ -145,7 +147,7 @@ func (r *repoServer) add(t testing.TB, data []byte) string {
 	defer r.mu.Unlock()
 	r.charts[file] = data
 	r.metas[file] = md
-	r.digests[file] = sha256Digest(data)[len("sha256:"):]
+	r.digests[file] = helmspec.SHA256Digest(data)[len("sha256:"):]
 	return file
 }
 

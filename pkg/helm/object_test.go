@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // TestDefinitionOutputsParse checks the contract between the helm/helmchart
@@ -22,7 +24,7 @@ func TestDefinitionOutputsParse(t *testing.T) {
 		t.Run(filepath.Base(filepath.Dir(f))+"/"+filepath.Base(f), func(t *testing.T) {
 			b, err := os.ReadFile(f)
 			require.NoError(t, err)
-			objs, err := parseManifest(string(b))
+			objs, err := helmspec.ParseManifest(string(b))
 			require.NoError(t, err)
 			require.NotEmpty(t, objs)
 			for _, o := range objs {

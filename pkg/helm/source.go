@@ -2,9 +2,7 @@ package helm
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,49 +12,16 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
-
-// ErrChartNotFound marks a chart (or chart version) that its source does
-// not have: a 404, a name missing from index.yaml, no tag matching the
-// version constraint, a missing bundled path.
-var ErrChartNotFound = errors.New("chart not found")
-
-// Chart is a loaded chart with the digest of its content.
-type Chart struct {
-	// Chart is freshly loaded for each Fetch: callers may let Helm mutate it.
-	Chart *chart.Chart
-	// Digest is "sha256:<hex>" of the archive (or, for a bundled folder, of
-	// its files in path order).
-	Digest string
-	// Ref describes the source without credentials, for messages.
-	Ref string
-}
-
-// ChartFetcher fetches charts; Fetcher is the implementation.
-type ChartFetcher interface {
-	// Fetch returns the chart spec names; namespace is the application's
-	// namespace (where spec.Auth.SecretRef is read). Errors wrap
-	// ErrChartNotFound or ErrUnsafeChart where those apply.
-	Fetch(ctx context.Context, namespace string, spec ChartSpec) (*Chart, error)
-}
-
-// ChartFetcherFn adapts a function to ChartFetcher.
-type ChartFetcherFn func(ctx context.Context, namespace string, spec ChartSpec) (*Chart, error)
-
-// Fetch calls fn.
-func (fn ChartFetcherFn) Fetch(ctx context.Context, namespace string, spec ChartSpec) (*Chart, error) {
-	return fn(ctx, namespace, spec)
-}
 
 // Fetcher fetches charts from Helm repositories, URLs, OCI registries and a
 // local chart root, through a digest-keyed Cache and the archive Limits.
@@ -100,7 +65,7 @@ func NewFetcher(secrets client.Reader, opts ...FetcherOption) *Fetcher {
 	for _, o := range opts {
 		o(f)
 	}
-	f.limits = f.limits.withDefaults()
+	f.limits = f.limits.WithDefaults()
 	return f
 }
 
@@ -132,8 +97,8 @@ func (f *Fetcher) Fetch(ctx context.Context, namespace string, spec ChartSpec) (
 	if err != nil {
 		return nil, err
 	}
-	if err := action.CheckDependencies(ch.Chart, ch.Chart.Metadata.Dependencies); err != nil {
-		return nil, fmt.Errorf("chart %s: %w (oamflow never runs `helm dependency update`: vendor subcharts into charts/)", ch.Ref, err)
+	if err := helmspec.CheckDependencies(ch); err != nil {
+		return nil, err
 	}
 	return ch, nil
 }
@@ -144,11 +109,6 @@ func (f *Fetcher) load(data []byte, digest, ref string) (*Chart, error) {
 		return nil, fmt.Errorf("chart %s: %w", ref, err)
 	}
 	return &Chart{Chart: ch, Digest: digest, Ref: ref}, nil
-}
-
-func sha256Digest(data []byte) string {
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // get downloads u with creds (sent only when sendCreds) and at most max bytes.
@@ -178,9 +138,9 @@ func (f *Fetcher) get(ctx context.Context, u string, creds *credentials, sendCre
 		return nil, fmt.Errorf("%s: HTTP %d", what, resp.StatusCode)
 	}
 	if resp.ContentLength > max {
-		return nil, unsafeChart("%s is %d bytes, more than the limit of %d", what, resp.ContentLength, max)
+		return nil, helmspec.UnsafeChartf("%s is %d bytes, more than the limit of %d", what, resp.ContentLength, max)
 	}
-	return readBounded(resp.Body, max, what)
+	return helmspec.ReadBounded(resp.Body, max, what)
 }
 
 // redactURLError drops credentials from URLs inside err's message.
@@ -200,7 +160,7 @@ func (f *Fetcher) fetchURL(ctx context.Context, u string, creds *credentials) (*
 	if err != nil {
 		return nil, err
 	}
-	digest := sha256Digest(data)
+	digest := helmspec.SHA256Digest(data)
 	f.cache.Put(digest, data)
 	return f.load(data, digest, ref)
 }
@@ -246,7 +206,7 @@ func (f *Fetcher) fetchRepo(ctx context.Context, repoURL, name, version string, 
 	if err != nil {
 		return nil, err
 	}
-	digest := sha256Digest(data)
+	digest := helmspec.SHA256Digest(data)
 	if want != "" && digest != want {
 		return nil, fmt.Errorf("chart %s: downloaded archive has digest %s but index.yaml says %s", ref, digest, want)
 	}
@@ -290,7 +250,7 @@ func (f *Fetcher) fetchOCI(ctx context.Context, source, version string, creds *c
 	}
 	full := ref + ":" + strings.ReplaceAll(tag, "+", "_")
 	var res *registry.PullResult
-	err = safely("pull chart", func() error {
+	err = helmspec.Safely("pull chart", func() error {
 		var perr error
 		res, perr = rc.Pull(full, registry.PullOptWithChart(true), registry.PullOptIgnoreMissingProv(true))
 		return perr
@@ -302,10 +262,10 @@ func (f *Fetcher) fetchOCI(ctx context.Context, source, version string, creds *c
 		return nil, fmt.Errorf("pull oci://%s: %w", full, err)
 	}
 	if res.Chart == nil || int64(res.Chart.Size) > f.limits.MaxArchiveBytes {
-		return nil, unsafeChart("oci://%s: chart layer missing or larger than %d bytes", full, f.limits.MaxArchiveBytes)
+		return nil, helmspec.UnsafeChartf("oci://%s: chart layer missing or larger than %d bytes", full, f.limits.MaxArchiveBytes)
 	}
 	data := res.Chart.Data
-	digest := sha256Digest(data)
+	digest := helmspec.SHA256Digest(data)
 	f.cache.Put(digest, data)
 	return f.load(data, digest, "oci://"+full)
 }
@@ -326,7 +286,7 @@ func looksNotFound(err error) bool {
 // satisfies constraint ("" = any).
 func pickTag(rc *registry.Client, ref, constraint string) (string, error) {
 	var tags []string
-	err := safely("list tags", func() error {
+	err := helmspec.Safely("list tags", func() error {
 		var terr error
 		tags, terr = rc.Tags(ref)
 		return terr
@@ -414,68 +374,5 @@ func isLoopback(host string) bool {
 }
 
 func (f *Fetcher) fetchLocal(source string) (*Chart, error) {
-	if f.root == "" {
-		return nil, fmt.Errorf("chart.source %q is not a URL and bundled charts are disabled (no chart root configured): use an oci:// reference, an http(s) URL, or chart.repoURL", source)
-	}
-	src := strings.TrimPrefix(source, "file://")
-	if filepath.IsAbs(src) || !filepath.IsLocal(filepath.FromSlash(src)) {
-		return nil, unsafeChart("chart.source %q: bundled chart paths must be relative and stay inside the chart root", source)
-	}
-	root, err := filepath.EvalSymlinks(f.root)
-	if err != nil {
-		return nil, fmt.Errorf("chart root: %w", err)
-	}
-	p := filepath.Join(root, filepath.FromSlash(src))
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("bundled chart %q: %w", source, ErrChartNotFound)
-		}
-		return nil, fmt.Errorf("bundled chart %q: %w", source, err)
-	}
-	if rel, err := filepath.Rel(root, real); err != nil || !filepath.IsLocal(rel) {
-		return nil, unsafeChart("chart.source %q resolves outside the chart root", source)
-	}
-	info, err := os.Stat(real)
-	if err != nil {
-		return nil, err
-	}
-	ref := "bundled:" + filepath.ToSlash(src)
-	if !info.IsDir() {
-		fh, err := os.Open(real)
-		if err != nil {
-			return nil, err
-		}
-		defer fh.Close()
-		data, err := readBounded(fh, f.limits.MaxArchiveBytes, "bundled chart "+src)
-		if err != nil {
-			return nil, err
-		}
-		return f.load(data, sha256Digest(data), ref)
-	}
-	ch, err := LoadDir(real, f.limits)
-	if err != nil {
-		return nil, fmt.Errorf("bundled chart %q: %w", source, err)
-	}
-	return &Chart{Chart: ch, Digest: filesDigest(ch), Ref: ref}, nil
-}
-
-// filesDigest hashes a loaded chart's files (name and content, sorted by
-// name), including subcharts', for charts loaded from a folder.
-func filesDigest(ch *chart.Chart) string {
-	h := sha256.New()
-	var walk func(prefix string, c *chart.Chart)
-	walk = func(prefix string, c *chart.Chart) {
-		files := append([]*chart.File(nil), c.Raw...)
-		sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
-		for _, f := range files {
-			fmt.Fprintf(h, "%s%s\x00%d\x00", prefix, f.Name, len(f.Data))
-			h.Write(f.Data)
-		}
-		for _, d := range c.Dependencies() {
-			walk(prefix+"charts/"+d.Name()+"/", d)
-		}
-	}
-	walk("", ch)
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return helmspec.LoadBundled(f.root, source, f.limits)
 }

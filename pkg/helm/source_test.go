@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 func TestFetchRepository(t *testing.T) {
@@ -167,8 +169,8 @@ func TestPanicInFetchIsAnError(t *testing.T) {
 }
 
 func TestSafely(t *testing.T) {
-	err := safely("op", func() error { var m map[string]int; m["x"] = 1; return nil })
+	err := helmspec.Safely("op", func() error { var m map[string]int; m["x"] = 1; return nil })
 	require.ErrorIs(t, err, ErrHelmPanic)
 	assert.Contains(t, err.Error(), "op: helm panicked")
-	require.NoError(t, safely("op", func() error { return nil }))
+	require.NoError(t, helmspec.Safely("op", func() error { return nil }))
 }

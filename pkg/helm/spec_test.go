@@ -25,9 +25,9 @@ func TestParseSpec(t *testing.T) {
 				assert.Equal(t, "", s.Chart.Version)
 				assert.Equal(t, "values.yaml", s.ValuesFrom[0].Key)
 				assert.Equal(t, "True", s.HealthStatus[0].Condition.Status)
-				assert.True(t, s.Options.createNamespace())
-				assert.False(t, s.Options.skipCRDs())
-				assert.Equal(t, 10, s.Options.maxHistory())
+				assert.True(t, s.Options.EffectiveCreateNamespace())
+				assert.False(t, s.Options.EffectiveSkipCRDs())
+				assert.Equal(t, 10, s.Options.EffectiveMaxHistory())
 			},
 		},
 		{
@@ -40,9 +40,9 @@ func TestParseSpec(t *testing.T) {
 				assert.Equal(t, "other", s.Release.Namespace)
 				assert.Contains(t, s.Values, "a")
 				assert.Nil(t, s.Values["a"])
-				assert.True(t, s.Options.skipCRDs())
-				assert.Equal(t, 3, s.Options.maxHistory())
-				assert.Equal(t, "2m0s", s.Options.timeout().String())
+				assert.True(t, s.Options.EffectiveSkipCRDs())
+				assert.Equal(t, 3, s.Options.EffectiveMaxHistory())
+				assert.Equal(t, "2m0s", s.Options.EffectiveTimeout().String())
 			},
 		},
 		{reason: "source is required", raw: `{"chart":{}}`, wantErr: []string{"spec.chart.source: Required value"}},

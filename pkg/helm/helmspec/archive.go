@@ -1,4 +1,4 @@
-package helm
+package helmspec
 
 import (
 	"archive/tar"
@@ -39,7 +39,9 @@ var DefaultLimits = Limits{
 	MaxFileBytes:         5 << 20,
 }
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults returns l with each zero or negative field set from
+// DefaultLimits.
+func (l Limits) WithDefaults() Limits {
 	if l.MaxArchiveBytes <= 0 {
 		l.MaxArchiveBytes = DefaultLimits.MaxArchiveBytes
 	}
@@ -59,18 +61,20 @@ func (l Limits) withDefaults() Limits {
 // path traversal). It is terminal: retrying the same chart cannot succeed.
 var ErrUnsafeChart = errors.New("unsafe chart")
 
-func unsafeChart(format string, args ...any) error {
+// UnsafeChartf returns an error wrapping ErrUnsafeChart with the formatted
+// reason.
+func UnsafeChartf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnsafeChart, fmt.Sprintf(format, args...))
 }
 
-// readBounded reads all of r, failing when it has more than max bytes.
-func readBounded(r io.Reader, max int64, what string) ([]byte, error) {
+// ReadBounded reads all of r, failing when it has more than max bytes.
+func ReadBounded(r io.Reader, max int64, what string) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
 	if int64(len(data)) > max {
-		return nil, unsafeChart("%s is larger than %d bytes", what, max)
+		return nil, UnsafeChartf("%s is larger than %d bytes", what, max)
 	}
 	return data, nil
 }
@@ -81,9 +85,9 @@ func readBounded(r io.Reader, max int64, what string) ([]byte, error) {
 // no absolute paths or ".." segments, and one top-level folder. Errors wrap
 // ErrUnsafeChart for refused archives. Helm panics are returned as errors.
 func LoadArchive(data []byte, limits Limits) (*chart.Chart, error) {
-	limits = limits.withDefaults()
+	limits = limits.WithDefaults()
 	if int64(len(data)) > limits.MaxArchiveBytes {
-		return nil, unsafeChart("archive is %d bytes, more than the limit of %d", len(data), limits.MaxArchiveBytes)
+		return nil, UnsafeChartf("archive is %d bytes, more than the limit of %d", len(data), limits.MaxArchiveBytes)
 	}
 	gz, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
@@ -116,37 +120,37 @@ func LoadArchive(data []byte, limits Limits) (*chart.Chart, error) {
 		case tar.TypeXGlobalHeader, tar.TypeXHeader:
 			continue
 		case tar.TypeSymlink, tar.TypeLink:
-			return nil, unsafeChart("archive entry %q is a link; links are refused", hdr.Name)
+			return nil, UnsafeChartf("archive entry %q is a link; links are refused", hdr.Name)
 		default:
-			return nil, unsafeChart("archive entry %q has type %q; only files and folders are allowed", hdr.Name, string(hdr.Typeflag))
+			return nil, UnsafeChartf("archive entry %q has type %q; only files and folders are allowed", hdr.Name, string(hdr.Typeflag))
 		}
 		if len(files) >= limits.MaxFiles {
-			return nil, unsafeChart("archive has more than %d files", limits.MaxFiles)
+			return nil, UnsafeChartf("archive has more than %d files", limits.MaxFiles)
 		}
 		if hdr.Size > limits.MaxFileBytes {
-			return nil, unsafeChart("archive entry %q is %d bytes, more than the limit of %d", hdr.Name, hdr.Size, limits.MaxFileBytes)
+			return nil, UnsafeChartf("archive entry %q is %d bytes, more than the limit of %d", hdr.Name, hdr.Size, limits.MaxFileBytes)
 		}
-		content, err := readBounded(tr, limits.MaxFileBytes, fmt.Sprintf("archive entry %q", hdr.Name))
+		content, err := ReadBounded(tr, limits.MaxFileBytes, fmt.Sprintf("archive entry %q", hdr.Name))
 		if err != nil {
 			return nil, err
 		}
 		total += int64(len(content))
 		if total > limits.MaxDecompressedBytes {
-			return nil, unsafeChart("archive decompresses to more than %d bytes", limits.MaxDecompressedBytes)
+			return nil, UnsafeChartf("archive decompresses to more than %d bytes", limits.MaxDecompressedBytes)
 		}
 		first, rest, _ := strings.Cut(name, "/")
 		if rest == "" {
-			return nil, unsafeChart("archive entry %q is not inside the chart folder", hdr.Name)
+			return nil, UnsafeChartf("archive entry %q is not inside the chart folder", hdr.Name)
 		}
 		if top == "" {
 			top = first
 		} else if first != top {
-			return nil, unsafeChart("archive has more than one top-level folder (%q and %q)", top, first)
+			return nil, UnsafeChartf("archive has more than one top-level folder (%q and %q)", top, first)
 		}
 		files = append(files, &loader.BufferedFile{Name: rest, Data: content})
 	}
 	// The gzip stream may hide data after the tar end marker; drain it within bounds.
-	if _, err := readBounded(gz, limits.MaxDecompressedBytes-total, "archive trailer"); err != nil {
+	if _, err := ReadBounded(gz, limits.MaxDecompressedBytes-total, "archive trailer"); err != nil {
 		return nil, err
 	}
 	if len(files) == 0 {
@@ -159,14 +163,14 @@ func LoadArchive(data []byte, limits Limits) (*chart.Chart, error) {
 // and returns the slash-separated clean name.
 func cleanArchivePath(name string) (string, error) {
 	if strings.Contains(name, `\`) {
-		return "", unsafeChart("archive entry %q contains a backslash", name)
+		return "", UnsafeChartf("archive entry %q contains a backslash", name)
 	}
 	if strings.HasPrefix(name, "/") || filepath.IsAbs(name) {
-		return "", unsafeChart("archive entry %q has an absolute path", name)
+		return "", UnsafeChartf("archive entry %q has an absolute path", name)
 	}
 	for _, seg := range strings.Split(name, "/") {
 		if seg == ".." {
-			return "", unsafeChart("archive entry %q escapes the chart folder", name)
+			return "", UnsafeChartf("archive entry %q escapes the chart folder", name)
 		}
 	}
 	return strings.TrimPrefix(path.Clean(name), "./"), nil
@@ -175,7 +179,7 @@ func cleanArchivePath(name string) (string, error) {
 // LoadDir loads an unpacked chart from dir under the same limits as
 // LoadArchive; any symlink inside dir is refused.
 func LoadDir(dir string, limits Limits) (*chart.Chart, error) {
-	limits = limits.withDefaults()
+	limits = limits.WithDefaults()
 	var (
 		files int
 		total int64
@@ -185,36 +189,36 @@ func LoadDir(dir string, limits Limits) (*chart.Chart, error) {
 			return err
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
-			return unsafeChart("chart file %q is a symlink; links are refused", d.Name())
+			return UnsafeChartf("chart file %q is a symlink; links are refused", d.Name())
 		}
 		if d.IsDir() {
 			return nil
 		}
 		if !d.Type().IsRegular() {
-			return unsafeChart("chart file %q is not a regular file", d.Name())
+			return UnsafeChartf("chart file %q is not a regular file", d.Name())
 		}
 		if files >= limits.MaxFiles {
-			return unsafeChart("chart has more than %d files", limits.MaxFiles)
+			return UnsafeChartf("chart has more than %d files", limits.MaxFiles)
 		}
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
 		if info.Size() > limits.MaxFileBytes {
-			return unsafeChart("chart file %q is %d bytes, more than the limit of %d", d.Name(), info.Size(), limits.MaxFileBytes)
+			return UnsafeChartf("chart file %q is %d bytes, more than the limit of %d", d.Name(), info.Size(), limits.MaxFileBytes)
 		}
 		f, err := os.Open(p)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		content, err := readBounded(f, limits.MaxFileBytes, fmt.Sprintf("chart file %q", d.Name()))
+		content, err := ReadBounded(f, limits.MaxFileBytes, fmt.Sprintf("chart file %q", d.Name()))
 		if err != nil {
 			return err
 		}
 		total += int64(len(content))
 		if total > limits.MaxDecompressedBytes {
-			return unsafeChart("chart is larger than %d bytes", limits.MaxDecompressedBytes)
+			return UnsafeChartf("chart is larger than %d bytes", limits.MaxDecompressedBytes)
 		}
 		files++
 		return nil
@@ -224,7 +228,7 @@ func LoadDir(dir string, limits Limits) (*chart.Chart, error) {
 	}
 	// The folder passed the guards; Helm's own loader applies .helmignore.
 	var ch *chart.Chart
-	err = safely("load chart", func() error {
+	err = Safely("load chart", func() error {
 		var lerr error
 		ch, lerr = loader.LoadDir(dir)
 		return lerr
@@ -238,7 +242,7 @@ func LoadDir(dir string, limits Limits) (*chart.Chart, error) {
 // loadFiles hands checked files to Helm's loader, honouring .helmignore,
 // and turns a loader panic into an error.
 func loadFiles(files []*loader.BufferedFile) (ch *chart.Chart, err error) {
-	err = safely("load chart", func() error {
+	err = Safely("load chart", func() error {
 		var lerr error
 		ch, lerr = loader.LoadFiles(files)
 		return lerr

@@ -1,4 +1,4 @@
-package helm
+package helmspec
 
 import (
 	"crypto/sha256"
@@ -12,9 +12,9 @@ import (
 // the chart digest, release name and namespace, and merged values.
 const LabelDigest = "helm.oamflow.dev/digest"
 
-// releaseDigest returns the desired-state digest. Values are encoded as
+// ReleaseDigest returns the desired-state digest. Values are encoded as
 // JSON, whose map keys are sorted, so equal values give equal digests.
-func releaseDigest(chartDigest, name, namespace string, values map[string]any) (string, error) {
+func ReleaseDigest(chartDigest, name, namespace string, values map[string]any) (string, error) {
 	vals, err := json.Marshal(values)
 	if err != nil {
 		return "", fmt.Errorf("encode values: %w", err)

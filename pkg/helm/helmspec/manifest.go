@@ -1,4 +1,4 @@
-package helm
+package helmspec
 
 import (
 	"encoding/json"
@@ -11,10 +11,10 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// parseManifest splits a multi-document YAML manifest into objects in
+// ParseManifest splits a multi-document YAML manifest into objects in
 // document order, skipping empty documents. An object without kind or
 // apiVersion is an error.
-func parseManifest(manifest string) ([]*unstructured.Unstructured, error) {
+func ParseManifest(manifest string) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
 	var out []*unstructured.Unstructured
 	for i := 0; ; i++ {

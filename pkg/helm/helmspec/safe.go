@@ -1,4 +1,4 @@
-package helm
+package helmspec
 
 import (
 	"errors"
@@ -9,9 +9,9 @@ import (
 // in the message. The operation failed; the process is unharmed.
 var ErrHelmPanic = errors.New("helm panicked")
 
-// safely runs fn and converts a panic inside it into an error wrapping
+// Safely runs fn and converts a panic inside it into an error wrapping
 // ErrHelmPanic, so one hostile chart cannot crash the controller.
-func safely(op string, fn func() error) (err error) {
+func Safely(op string, fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%s: %w: %v", op, ErrHelmPanic, r)

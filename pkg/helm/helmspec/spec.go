@@ -1,4 +1,4 @@
-package helm
+package helmspec
 
 import (
 	"bytes"
@@ -328,9 +328,9 @@ func (c ChartSpec) validate(p *field.Path, appNamespace string) field.ErrorList 
 	return errs
 }
 
-// timeout returns the operation timeout: WaitTimeout when waiting and set,
+// EffectiveTimeout returns the operation timeout: WaitTimeout when waiting and set,
 // else Timeout, else 5m.
-func (o Options) timeout() time.Duration {
+func (o Options) EffectiveTimeout() time.Duration {
 	if o.Wait && o.WaitTimeout != "" {
 		if d, err := time.ParseDuration(o.WaitTimeout); err == nil {
 			return d
@@ -342,13 +342,25 @@ func (o Options) timeout() time.Duration {
 	return defaultTimeout
 }
 
-func (o Options) createNamespace() bool { return o.CreateNamespace == nil || *o.CreateNamespace }
+// EffectiveCreateNamespace reports whether the release namespace is
+// created when missing (default true).
+func (o Options) EffectiveCreateNamespace() bool {
+	return o.CreateNamespace == nil || *o.CreateNamespace
+}
 
-func (o Options) skipCRDs() bool { return o.SkipCRDs || (o.IncludeCRDs != nil && !*o.IncludeCRDs) }
+// EffectiveSkipCRDs reports whether the chart's crds/ folder is skipped
+// (skipCRDs, or includeCRDs set to false).
+func (o Options) EffectiveSkipCRDs() bool {
+	return o.SkipCRDs || (o.IncludeCRDs != nil && !*o.IncludeCRDs)
+}
 
-func (o Options) skipTests() bool { return o.SkipTests == nil || *o.SkipTests }
+// EffectiveSkipTests reports whether test hooks are left out of templates
+// (default true).
+func (o Options) EffectiveSkipTests() bool { return o.SkipTests == nil || *o.SkipTests }
 
-func (o Options) maxHistory() int {
+// EffectiveMaxHistory returns the number of revisions kept (default
+// defaultMaxHistory).
+func (o Options) EffectiveMaxHistory() int {
 	if o.MaxHistory == nil {
 		return defaultMaxHistory
 	}

@@ -1,4 +1,4 @@
-package helm
+package helmspec
 
 import (
 	"context"
@@ -46,7 +46,7 @@ func ResolveValues(ctx context.Context, r client.Reader, namespace string, spec 
 		}
 		out = MergeValues(out, vals)
 	}
-	return MergeValues(out, copyValues(spec.Values)), nil
+	return MergeValues(out, CopyValues(spec.Values)), nil
 }
 
 func readValuesKey(ctx context.Context, r client.Reader, namespace, kind, name, key string) ([]byte, bool, error) {
@@ -112,16 +112,16 @@ func MergeValues(base, override map[string]any) map[string]any {
 	return base
 }
 
-// copyValues deep-copies maps (lists and scalars are shared; they are
+// CopyValues deep-copies maps (lists and scalars are shared; they are
 // never modified).
-func copyValues(in map[string]any) map[string]any {
+func CopyValues(in map[string]any) map[string]any {
 	if in == nil {
 		return nil
 	}
 	out := make(map[string]any, len(in))
 	for k, v := range in {
 		if m, ok := v.(map[string]any); ok {
-			out[k] = copyValues(m)
+			out[k] = CopyValues(m)
 			continue
 		}
 		out[k] = v
@@ -129,7 +129,7 @@ func copyValues(in map[string]any) map[string]any {
 	return out
 }
 
-// applyNulls deletes from the defaults of ch's subcharts every key that
+// ApplyNulls deletes from the defaults of ch's subcharts every key that
 // vals sets to null under the subchart's name (or alias), recursively, and
 // then drops those nulls from vals (else templates would see the key with
 // a nil value).
@@ -137,7 +137,7 @@ func copyValues(in map[string]any) map[string]any {
 // always for subchart defaults; this makes `child: {key: null}` delete
 // `key` from child's values.yaml as users expect. ch is modified; it must
 // be a chart loaded for this operation only.
-func applyNulls(ch *chart.Chart, vals map[string]any) {
+func ApplyNulls(ch *chart.Chart, vals map[string]any) {
 	if ch == nil || len(vals) == 0 {
 		return
 	}
@@ -162,7 +162,7 @@ func applyNulls(ch *chart.Chart, vals map[string]any) {
 			sub.Values = map[string]any{}
 		}
 		deleteNulls(sub.Values, sv)
-		applyNulls(sub, sv)
+		ApplyNulls(sub, sv)
 	}
 }
 
