@@ -29,7 +29,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/health"
-	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 )
 
@@ -297,7 +297,7 @@ func readResources(ctx context.Context, clients multicluster.ClusterClients, ref
 	}
 	out := make([]liveResource, 0, len(refs))
 	for _, r := range refs {
-		if r.APIVersion != helm.APIVersion || r.Kind != helm.Kind {
+		if r.APIVersion != helmspec.APIVersion || r.Kind != helmspec.Kind {
 			rd.read(ctx, &r)
 			out = append(out, r)
 			continue
