@@ -5,22 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/render"
 )
 
 // helmTemplater renders the virtual HelmRelease objects of helm/helmchart
-// components for dry-run as `helm template` would (helm.Client.Template:
-// no cluster access, default capabilities). Only charts on disk are
+// components for dry-run as `helm template` would (helmspec.Template: no
+// cluster access, default capabilities). Only charts on disk are
 // rendered: a chart.source that is a path is read under the chart root;
 // remote sources (repoURL, http(s), oci://) are not fetched and the
-// HelmRelease is printed as is, with a warning.
+// HelmRelease is printed as is, with a warning. It uses package helmspec
+// only, so the CLI links none of Helm's install, registry, repository or
+// lint code (cmd/oamflow's TestLeanImportGraph).
 type helmTemplater struct {
-	client *helm.Client
+	charts helmspec.ChartFetcher
+	values client.Reader
 }
 
 // newHelmTemplater reads bundled/local charts under chartRoot; valuesFrom
@@ -30,7 +32,7 @@ func newHelmTemplater(chartRoot string, values client.Reader) *helmTemplater {
 	if values == nil {
 		values = offlineReader{}
 	}
-	return &helmTemplater{client: helm.NewClient(nil, helm.NewFetcher(values, helm.WithChartRoot(chartRoot)), values)}
+	return &helmTemplater{charts: helmspec.BundledCharts{Root: chartRoot}, values: values}
 }
 
 // expand replaces each HelmRelease in res by the objects its chart renders
@@ -43,23 +45,22 @@ func (h *helmTemplater) expand(ctx context.Context, appNamespace string, res []r
 	}
 	out := make([]render.Resource, 0, len(res))
 	for _, r := range res {
-		if r.Reference || !helm.IsHelmRelease(r.Object) {
+		if r.Reference || !helmspec.IsHelmRelease(r.Object) {
 			out = append(out, r)
 			continue
 		}
-		spec, err := helm.SpecFromObject(r.Object, helm.Defaults{Name: r.Component, Namespace: appNamespace})
+		spec, err := helmspec.SpecFromObject(r.Object, helmspec.Defaults{Name: r.Component, Namespace: appNamespace})
 		if err != nil {
 			return nil, userErrorf("component %s: %v", r.Component, err)
 		}
-		if src := spec.Chart.Source; spec.Chart.RepoURL != "" || strings.HasPrefix(src, "oci://") ||
-			strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
-			fmt.Fprintf(errOut, "Warning: component %s: chart %q is remote and not fetched by dry-run; printing the HelmRelease instead of the chart's objects\n", r.Component, src)
+		if helmspec.IsRemote(spec.Chart) {
+			fmt.Fprintf(errOut, "Warning: component %s: chart %q is remote and not fetched by dry-run; printing the HelmRelease instead of the chart's objects\n", r.Component, spec.Chart.Source)
 			out = append(out, r)
 			continue
 		}
-		objs, err := h.client.Template(ctx, helm.Request{Namespace: appNamespace, Spec: spec})
+		objs, err := helmspec.Template(ctx, h.charts, h.values, helmspec.Request{Namespace: appNamespace, Spec: spec})
 		if err != nil {
-			var ce *helm.ChartError
+			var ce *helmspec.ChartError
 			if errors.As(err, &ce) || errors.Is(err, errOffline) {
 				return nil, userErrorf("component %s: %v", r.Component, err)
 			}

@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/render"
@@ -253,7 +253,7 @@ func (r *Registry) rebuild(ctx context.Context, s *corev1.Secret, old *entry) (*
 	if cur != nil && cur.http != nil && cur.http != e.http {
 		cur.http.CloseIdleConnections()
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("cluster client updated", "cluster", s.Name, "resourceVersion", s.ResourceVersion,
+	logf.FromContext(ctx).V(1).Info("cluster client updated", "cluster", s.Name, "resourceVersion", s.ResourceVersion,
 		"clientReused", reused, "misconfigured", e.cluster.Err != nil)
 	return e, nil
 }
@@ -320,7 +320,7 @@ func (r *Registry) listSecrets(ctx context.Context, match map[string]string) ([]
 	out := make([]corev1.Secret, 0, len(list.Items))
 	for _, s := range list.Items {
 		if s.Name == v1beta1.ClusterLocal {
-			ctrl.LoggerFrom(ctx).Info("ignoring a cluster Secret named after the hub", "secret", s.Namespace+"/"+s.Name)
+			logf.FromContext(ctx).Info("ignoring a cluster Secret named after the hub", "secret", s.Namespace+"/"+s.Name)
 			continue
 		}
 		out = append(out, s)
