@@ -11,6 +11,12 @@
 // Helm repositories, http(s) .tgz URLs, oci:// registries, bundled charts
 // under a root) through a digest-keyed Cache and archive Limits.
 //
+// The spec types, HelmRelease contract, bundled chart loading and
+// client-side templating live in pkg/helm/helmspec (aliased here), so
+// that processes which only parse or render HelmReleases — the CLI's
+// dry-run and status, pkg/health — do not link Helm's install, registry,
+// repository and lint code.
+//
 // # Routing contract with the controller
 //
 // The `helm` ComponentDefinition (definitions/components/helm.cue) renders
