@@ -59,6 +59,20 @@ spec:
 			noStdout: []string{"kind: Deployment"},
 		},
 		{
+			reason:   "an oci:// chart is not fetched either (the CLI links no registry client)",
+			app:      app("{source: 'oci://registry.example.com/charts/simple', version: '1.0.0'}", ""),
+			code:     ExitOK,
+			stdout:   []string{"kind: HelmRelease"},
+			stderr:   []string{"Warning: component web: chart \"oci://registry.example.com/charts/simple\" is remote and not fetched by dry-run"},
+			noStdout: []string{"kind: Deployment"},
+		},
+		{
+			reason: "a bundled chart needs no credentials: chart.auth is not read",
+			app:    app("{source: simple, auth: {secretRef: {name: creds}}}", ""),
+			code:   ExitOK,
+			stdout: []string{"kind: Deployment", "name: web-web"},
+		},
+		{
 			reason: "a typo in a bundled chart name is the user's error and says not found",
 			app:    app("{source: simpel}", ""),
 			code:   ExitUserError,
