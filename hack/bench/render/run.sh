@@ -8,7 +8,8 @@
 # prints the time the binary spends initializing packages before main
 # (GODEBUG=inittrace=1, summed), and how many packages it initializes:
 # start-up is most of a dry-run's time, and every package linked into
-# cmd/oamflow adds to it. The machine is shared: the load average is
+# cmd/oamflow adds to it. The bytes allocated by package init and the
+# number of packages linked barely move with load, unlike times. The machine is shared: the load average is
 # printed with the numbers, and wall times taken under load are not
 # comparable with the target.
 #
@@ -77,5 +78,8 @@ inits=()
 for _ in $(seq "$RUNS"); do
   inits+=("$(GODEBUG=inittrace=1 "$BIN" version 2>&1 > /dev/null | awk '$1 == "init" {s += $5; n++} END {printf "%d", s}')")
 done
-npkg=$(GODEBUG=inittrace=1 "$BIN" version 2>&1 > /dev/null | awk '$1 == "init" {n++} END {print n}')
-echo "package init (GODEBUG=inittrace=1): median $(median "${inits[@]}") ms ($(range "${inits[@]}")), $npkg packages with init work; binary $(( $(stat -c %s "$BIN") / 1048576 )) MiB"
+read -r npkg initkb < <(GODEBUG=inittrace=1 "$BIN" version 2>&1 > /dev/null | awk '$1 == "init" {n++; b += $8} END {printf "%d %d\n", n, b / 1024}')
+echo "package init (GODEBUG=inittrace=1): median $(median "${inits[@]}") ms ($(range "${inits[@]}")), $npkg packages with init work, ${initkb} KiB allocated by init (stable under load); binary $(( $(stat -c %s "$BIN") / 1048576 )) MiB"
+if [ -z "${OAMFLOW:-}" ]; then
+  echo "packages linked into cmd/oamflow (go list -deps): $(go list -deps ./cmd/oamflow | wc -l)"
+fi
