@@ -1,6 +1,6 @@
 //go:build e2e
 
-package helm
+package helm_test
 
 import (
 	"context"
@@ -12,36 +12,40 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oamflow/oamflow/e2e/framework"
+	"github.com/oamflow/oamflow/pkg/helm"
 )
 
 // TestE2EInstallWaitHealthy installs the simple chart with wait into a
 // local cluster with kwok nodes, where Deployments do become available,
-// and sees the release healthy; then uninstalls it.
+// and sees the release healthy; then uninstalls it. It is an external test
+// package: e2e/framework links pkg/manager, which imports this package.
 func TestE2EInstallWaitHealthy(t *testing.T) {
 	env := framework.Start(t, 1)
 	hub := env.Clusters[0]
-	c := NewClient(NewFactory(SingleCluster(hub.Config)),
-		NewFetcher(hub.Client, WithChartRoot(filepath.Join(moduleRoot(t), "charts", "testdata"))), hub.Client)
-	s := spec(t, map[string]any{
+	chartRoot, err := filepath.Abs(filepath.Join("..", "..", "charts", "testdata"))
+	require.NoError(t, err)
+	c := helm.NewClient(helm.NewFactory(helm.SingleCluster(hub.Config)), helm.NewFetcher(hub.Client, helm.WithChartRoot(chartRoot)), hub.Client)
+	s, err := helm.ParseSpecMap(map[string]any{
 		"chart":   map[string]any{"source": "simple"},
 		"values":  map[string]any{"replicaCount": 2},
 		"options": map[string]any{"wait": true, "timeout": "2m"},
-	}, "web", "helm-e2e")
-	req := Request{Namespace: "helm-e2e", Spec: s}
+	}, helm.Defaults{Name: "web", Namespace: "helm-e2e"})
+	require.NoError(t, err)
+	req := helm.Request{Namespace: "helm-e2e", Spec: s}
 	ctx := context.Background()
 
 	start := time.Now()
 	res, err := c.Ensure(ctx, req)
 	require.NoError(t, err)
 	t.Logf("install + wait: %v", time.Since(start))
-	assert.Equal(t, ActionInstalled, res.Action)
+	assert.Equal(t, helm.ActionInstalled, res.Action)
 
 	h, err := c.Status(ctx, req)
 	require.NoError(t, err)
 	assert.True(t, h.Healthy, "%s %v", h.Message, h.Details())
 	assert.Equal(t, "release web revision 1, chart simple-0.1.0: 3/3 resources ready", h.Message)
 
-	res, err = c.Uninstall(ctx, "", "helm-e2e", "web", Options{Wait: true})
+	res, err = c.Uninstall(ctx, "", "helm-e2e", "web", helm.Options{Wait: true})
 	require.NoError(t, err)
-	assert.Equal(t, ActionUninstalled, res.Action)
+	assert.Equal(t, helm.ActionUninstalled, res.Action)
 }
