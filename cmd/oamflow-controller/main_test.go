@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -81,7 +83,14 @@ func TestManagerDeploysAnApplication(t *testing.T) {
 	o := manager.Options{}
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	bindFlags(fs, &o)
-	require.NoError(t, fs.Parse([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--concurrent-reconciles=2"}))
+	// A free port for the webhook: 9443 may be taken by another controller
+	// on this machine (or another test package running in parallel).
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+	require.NoError(t, fs.Parse([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--concurrent-reconciles=2",
+		fmt.Sprintf("--webhook-port=%d", port)}))
 	done := make(chan error, 1)
 	go func() { done <- manager.Run(ctx, env.Config, o) }()
 

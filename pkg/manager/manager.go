@@ -125,7 +125,7 @@ type WebhookOptions struct {
 }
 
 // DefaultOptions returns the defaults of the oamflow-controller flags:
-// 4 concurrent reconciles, 50 QPS / 100 burst, a 5-minute resync, 10
+// 4 concurrent reconciles, 100 QPS / 200 burst, a 5-minute resync, 10
 // revisions kept, system namespace oamflow-system, metrics on :8080,
 // probes on :9440, no leader election, 10 step retries, a 10-minute
 // default step timeout, no bundled chart root, a 256 MiB chart cache and
@@ -137,8 +137,8 @@ type WebhookOptions struct {
 func DefaultOptions() Options {
 	return Options{
 		Concurrency:            4,
-		QPS:                    50,
-		Burst:                  100,
+		QPS:                    100,
+		Burst:                  200,
 		ResyncPeriod:           5 * time.Minute,
 		RevisionLimit:          revision.DefaultLimit,
 		SystemNamespace:        appfile.SystemNamespace,
@@ -317,7 +317,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	timed := timedHelm{Client: helmClient, rec: rec}
 	// Workflow steps serve vela/helm (helm-install) with the same client.
-	engine, err := workflow.NewEngine(direct, workflow.Options{DefaultStepTimeout: o.DefaultStepTimeout, Builtins: steps, Helm: timed})
+	engine, err := workflow.NewEngine(direct, workflow.Options{DefaultStepTimeout: o.DefaultStepTimeout, MaxStepRetries: o.MaxStepRetries, Builtins: steps, Helm: timed})
 	if err != nil {
 		return fmt.Errorf("building the workflow engine: %w", err)
 	}
@@ -349,7 +349,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	if o.Webhook.Enabled {
 		sources := oamwebhook.SourceFactoryFn(func(ns string) appfile.DefinitionSource {
-			return appfile.Chain(appfile.NewClusterSource(direct, ns, o.SystemNamespace), builtins)
+			return appfile.Chain(appfile.NewClusterSource(mgr.GetClient(), ns, o.SystemNamespace), builtins)
 		})
 		if err := setupWebhook(ctx, mgr, direct, certs, sources, clusters, o); err != nil {
 			return err
