@@ -8,6 +8,7 @@ import (
 	wftypes "github.com/kubevela/workflow/pkg/types"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/pkg/workflowops"
 )
 
 // ModeString writes an execution mode as status.workflow.mode shows it:
@@ -76,22 +77,14 @@ func deepCopySteps(in []wfv1alpha1.WorkflowStepStatus) []wfv1alpha1.WorkflowStep
 	return out
 }
 
-// Started reports whether a run has begun (it has a start time or steps).
-func Started(st *common.WorkflowStatus) bool {
-	return st != nil && (!st.StartTime.IsZero() || len(st.Steps) > 0)
-}
+// Started reports whether a run has begun (it has a start time or steps);
+// see workflowops.Started.
+func Started(st *common.WorkflowStatus) bool { return workflowops.Started(st) }
 
 // StepFinished reports whether a step in phase with reason will not run
-// again: succeeded, skipped, or failed for a reason other than a retryable
-// execution error.
+// again; see workflowops.StepFinished.
 func StepFinished(phase wfv1alpha1.WorkflowStepPhase, reason string) bool {
-	switch phase {
-	case wfv1alpha1.WorkflowStepPhaseSucceeded, wfv1alpha1.WorkflowStepPhaseSkipped:
-		return true
-	case wfv1alpha1.WorkflowStepPhaseFailed:
-		return reason != "" && reason != wftypes.StatusReasonExecute
-	}
-	return false
+	return workflowops.StepFinished(phase, reason)
 }
 
 // FailedStep returns the first failed step (or sub-step) of st, with the
