@@ -363,9 +363,5 @@ func (c *Client) Template(ctx context.Context, req Request) ([]*unstructured.Uns
 	if err != nil {
 		return nil, err
 	}
-	return templateChart(ctx, req.Spec, d)
-}
-
-func templateChart(_ context.Context, s *Spec, d *desired) ([]*unstructured.Unstructured, error) {
-	return helmspec.RenderChart(s, d)
+	return helmspec.RenderChart(req.Spec, d)
 }
