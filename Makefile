@@ -60,6 +60,11 @@ build: ## Build bin/oamflow (CLI) and bin/oamflow-controller (manager).
 k8s-binaries: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, kwokctl into bin/k8s (once; ~15 min the first time).
 	hack/build-k8s.sh
 
+.PHONY: helm
+helm: $(BIN)/helm ## Build the helm CLI of the Helm SDK version oamflow uses into bin/helm.
+$(BIN)/helm: hack/tools/helm/go.mod
+	cd hack/tools/helm && $(GO) build -o $(BIN)/helm helm.sh/helm/v3/cmd/helm
+
 $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod
 	cd hack/tools/controller-gen && $(GO) build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 

@@ -332,7 +332,7 @@ func newDefInitCommand(_ *GlobalOptions) *cobra.Command {
 	var kind, desc, outFile string
 	cmd := &cobra.Command{
 		Use:   "init NAME --type component|trait|policy|workflow-step",
-		Short: "Write a starting .cue definition file",
+		Short: "Print a starting .cue definition file (-o FILE writes it)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
