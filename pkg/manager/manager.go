@@ -122,6 +122,10 @@ type WebhookOptions struct {
 	// FailurePolicy for Applications of a URL registration: "Ignore"
 	// (default: a stopped local controller must not block writes) or "Fail".
 	FailurePolicy string
+	// ReassertInterval is how often the controller restores its
+	// registration when it was deleted or changed (30 s when 0; not a
+	// flag, tests shorten it).
+	ReassertInterval time.Duration
 }
 
 // DefaultOptions returns the defaults of the oamflow-controller flags:
@@ -247,6 +251,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			wo.TLSOpts = []func(*tls.Config){certs.TLSOption}
 		}
 		webhookServer = webhook.NewServer(wo)
+	}
+	// Fail before registering anything when a port is taken: the
+	// manager would otherwise only report it after its caches time out.
+	if err := checkAddresses(o); err != nil {
+		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		WebhookServer:           webhookServer,

@@ -2,16 +2,21 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	oamwebhook "github.com/oamflow/oamflow/pkg/webhook"
@@ -21,8 +26,9 @@ import (
 // server and makes the API server call them: certificates (generated, or
 // the user's in CertDir) and the ValidatingWebhookConfiguration
 // (registered with a URL, or the chart's with its caBundle patched). The
-// registration happens now, before the manager starts; renewal and the
-// removal of a URL registration on shutdown run with the manager.
+// registration waits until the webhook server answers; renewal, restoring
+// a registration that was deleted or changed, and the removal of a URL
+// registration on shutdown run with the manager.
 func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, certs *oamwebhook.CertHolder, sources oamwebhook.SourceFactory, topologies oamwebhook.TopologyValidator, o Options) error {
 	w := o.Webhook
 	srv := mgr.GetWebhookServer()
@@ -66,6 +72,9 @@ func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, c
 		Configuration: conf,
 		Target:        target,
 		Register:      w.Registration == RegisterURL,
+		Serving:       serving(srv),
+		// Tests shorten it; the binary uses the provisioner's 30 s.
+		ReassertInterval: w.ReassertInterval,
 	}
 	switch w.Registration {
 	case RegisterService:
@@ -87,6 +96,49 @@ func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, c
 		return fmt.Errorf("setting up the webhook: %w", err)
 	}
 	return mgr.Add(p)
+}
+
+// serving returns a wait for srv to answer TLS connections (polled every
+// 100 ms until ctx is done).
+func serving(srv webhook.Server) func(context.Context) error {
+	check := srv.StartedChecker()
+	return func(ctx context.Context) error {
+		return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+			return check(nil) == nil, nil
+		})
+	}
+}
+
+// checkAddresses binds and releases every address the manager will
+// listen on, so that a port taken by another process (typically a second
+// oamflow-controller) fails Run before it registers anything, with the
+// flag to change; "0" disables the metrics or probe endpoint.
+func checkAddresses(o Options) error {
+	type endpoint struct{ flag, addr, hint string }
+	var eps []endpoint
+	if o.Webhook.Enabled {
+		eps = append(eps, endpoint{"--webhook-port " + strconv.Itoa(o.Webhook.Port), net.JoinHostPort(o.Webhook.Host, strconv.Itoa(o.Webhook.Port)), "--webhook-port"})
+	}
+	if o.MetricsAddr != "0" && o.MetricsAddr != "" {
+		eps = append(eps, endpoint{"--metrics-bind-address " + o.MetricsAddr, o.MetricsAddr, "--metrics-bind-address"})
+	}
+	if o.ProbeAddr != "0" && o.ProbeAddr != "" {
+		eps = append(eps, endpoint{"--health-probe-bind-address " + o.ProbeAddr, o.ProbeAddr, "--health-probe-bind-address"})
+	}
+	var errs []error
+	for _, ep := range eps {
+		l, err := net.Listen("tcp", ep.addr)
+		if err == nil {
+			_ = l.Close()
+			continue
+		}
+		if errors.Is(err, syscall.EADDRINUSE) {
+			errs = append(errs, fmt.Errorf("%s: address already in use (another oamflow-controller? pass %s)", ep.flag, ep.hint))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", ep.flag, err))
+	}
+	return errors.Join(errs...)
 }
 
 // resolved turns RegisterAuto into RegisterService or RegisterURL and

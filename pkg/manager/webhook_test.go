@@ -3,8 +3,11 @@ package manager_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -21,6 +24,7 @@ import (
 	"github.com/oamflow/oamflow/definitions"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/cli"
+	"github.com/oamflow/oamflow/pkg/manager"
 	oamwebhook "github.com/oamflow/oamflow/pkg/webhook"
 )
 
@@ -180,4 +184,123 @@ func TestWebhook(t *testing.T) {
 	err = c.Get(ctx, client.ObjectKey{Name: oamwebhook.DefaultConfigurationName}, &admissionregistrationv1.ValidatingWebhookConfiguration{})
 	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "configuration deleted on shutdown, got %v", err)
 	require.NoError(t, c.DeleteAllOf(ctx, &v1beta1.Application{}, client.InNamespace("default")))
+}
+
+// TestSecondControllerKeepsTheWebhook starts a second controller on the
+// port of a running one (the README's out-of-cluster setup run twice):
+// it must fail before registering anything, naming the flag, and leave
+// the first controller's registration alone; the first restores its
+// registration when it is deleted or taken over.
+func TestSecondControllerKeepsTheWebhook(t *testing.T) {
+	c := env.Client
+	ctx := context.Background()
+	o := testOptions()
+	o.Webhook.Enabled = true
+	o.Webhook.Port = freePort(t)
+	o.Webhook.ReassertInterval = 500 * time.Millisecond
+	stop := startManager(t, o)
+
+	key := client.ObjectKey{Name: oamwebhook.DefaultConfigurationName}
+	registered := func() *admissionregistrationv1.ValidatingWebhookConfiguration {
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := c.Get(ctx, key, vwc); err != nil || len(vwc.Webhooks) == 0 {
+			return nil
+		}
+		return vwc
+	}
+	require.Eventually(t, func() bool { return registered() != nil }, 30*time.Second, 100*time.Millisecond, "the first controller registers its webhook")
+	first := registered()
+	ours := first.Webhooks[0].ClientConfig
+
+	taken := func(t *testing.T) (int, string) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = l.Close() })
+		return l.Addr().(*net.TCPAddr).Port, l.Addr().String()
+	}
+	cases := []struct {
+		reason string
+		modify func(o *manager.Options)
+		want   string
+	}{
+		{"the webhook port of the running controller", func(o *manager.Options) {},
+			"--webhook-port " + strconv.Itoa(o.Webhook.Port) + ": address already in use (another oamflow-controller? pass --webhook-port)"},
+		{"a taken metrics address", func(o *manager.Options) {
+			o.Webhook.Port = freePort(t)
+			_, a := taken(t)
+			o.MetricsAddr = a
+		}, "--metrics-bind-address 127.0.0.1:"},
+		{"a taken probe address", func(o *manager.Options) {
+			o.Webhook.Port = freePort(t)
+			_, a := taken(t)
+			o.ProbeAddr = a
+		}, "--health-probe-bind-address 127.0.0.1:"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			second := o
+			tc.modify(&second)
+			rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			err := manager.Run(rctx, env.Config, second)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Contains(t, err.Error(), "address already in use")
+			now := registered()
+			require.NotNil(t, now, "the running controller's registration is still there")
+			assert.Equal(t, ours.CABundle, now.Webhooks[0].ClientConfig.CABundle, "and still trusts its CA")
+			assert.Equal(t, ours.URL, now.Webhooks[0].ClientConfig.URL)
+		})
+	}
+
+	// Deleted (e.g. by an older controller stopping): restored.
+	require.NoError(t, c.Delete(ctx, first))
+	require.Eventually(t, func() bool {
+		now := registered()
+		return now != nil && bytes.Equal(now.Webhooks[0].ClientConfig.CABundle, ours.CABundle)
+	}, 30*time.Second, 100*time.Millisecond, "the running controller restores a deleted registration")
+	// Changed (another CA, as a second controller registering would):
+	// restored.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		now := registered()
+		if now == nil {
+			return errors.New("registration missing")
+		}
+		for i := range now.Webhooks {
+			now.Webhooks[i].ClientConfig.CABundle = []byte("not our CA")
+		}
+		return c.Update(ctx, now)
+	}))
+	require.Eventually(t, func() bool {
+		now := registered()
+		return now != nil && bytes.Equal(now.Webhooks[0].ClientConfig.CABundle, ours.CABundle)
+	}, 30*time.Second, 100*time.Millisecond, "the running controller restores a changed registration")
+
+	stop()
+	assert.Nil(t, registered(), "the controller removes its own registration on shutdown")
+}
+
+// TestShutdownKeepsAnotherRegistration stops a controller whose
+// configuration another controller took over: it must not delete it.
+func TestShutdownKeepsAnotherRegistration(t *testing.T) {
+	c := env.Client
+	ctx := context.Background()
+	o := testOptions()
+	o.Webhook.Enabled = true
+	o.Webhook.Port = freePort(t)
+	o.Webhook.ReassertInterval = time.Hour
+	stop := startManager(t, o)
+	key := client.ObjectKey{Name: oamwebhook.DefaultConfigurationName}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	require.Eventually(t, func() bool { return c.Get(ctx, key, vwc) == nil }, 30*time.Second, 100*time.Millisecond)
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		require.NoError(t, c.Get(ctx, key, vwc))
+		for i := range vwc.Webhooks {
+			vwc.Webhooks[i].ClientConfig.CABundle = []byte("another controller's CA")
+		}
+		return c.Update(ctx, vwc)
+	}))
+	stop()
+	require.NoError(t, c.Get(ctx, key, vwc), "another controller's registration survives our shutdown")
+	require.NoError(t, c.Delete(ctx, vwc))
 }

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -54,8 +56,19 @@ type Provisioner struct {
 	Validity, RenewBefore, CheckInterval time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Serving, when set, delays the registration from Provision to Start:
+	// Start calls it and publishes only once it returns nil, i.e. once the
+	// webhook server answers, so that a controller that fails to start
+	// (its port taken by another) never points the API server at itself.
+	Serving func(ctx context.Context) error
+	// ReassertInterval is how often Start checks that the registration is
+	// still ours and restores it if it was deleted or changed (30 s when
+	// 0); with Register false it re-patches the caBundle.
+	ReassertInterval time.Duration
 
-	caBundle []byte
+	// caBundle is the bundle last published (nil until then); pending is
+	// the one Start publishes once the server answers.
+	caBundle, pending []byte
 }
 
 func (p *Provisioner) defaults() {
@@ -71,6 +84,9 @@ func (p *Provisioner) defaults() {
 	if p.Now == nil {
 		p.Now = time.Now
 	}
+	if p.ReassertInterval <= 0 {
+		p.ReassertInterval = 30 * time.Second
+	}
 	if p.Configuration.Name == "" {
 		p.Configuration.Name = DefaultConfigurationName
 	}
@@ -80,8 +96,9 @@ func (p *Provisioner) defaults() {
 func (p *Provisioner) CABundle() []byte { return p.caBundle }
 
 // Provision gets certificates (new, or from the Secret), serves them, and
-// registers or patches the configuration. Call it once before the webhook
-// server starts.
+// registers or patches the configuration (unless Serving is set: then
+// Start registers once the server answers). Call it once before the
+// webhook server starts.
 func (p *Provisioner) Provision(ctx context.Context) error {
 	p.defaults()
 	if p.Client == nil || p.Holder == nil {
@@ -93,6 +110,10 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	}
 	if err := p.Holder.Set(certs); err != nil {
 		return err
+	}
+	if p.Serving != nil {
+		p.pending = bundle
+		return nil
 	}
 	return p.publish(ctx, bundle)
 }
@@ -199,20 +220,37 @@ func bundleOf(cas ...[]byte) []byte {
 	return b.Bytes()
 }
 
-// Start renews the certificate when it nears expiry (and, with a Secret,
-// picks up one another replica renewed) until ctx is done; outside a
-// cluster it then deletes the configuration it registered, so that a
-// stopped local controller leaves no webhook behind. It implements
-// controller-runtime's manager.Runnable; every replica runs it.
+// Start publishes the registration once the server answers (when Serving
+// is set), then renews the certificate when it nears expiry (and, with a
+// Secret, picks up one another replica renewed) and every
+// ReassertInterval restores the registration if it was deleted or
+// changed, until ctx is done; outside a cluster it then deletes the
+// configuration if it is still ours (our URL and caBundle), so that a
+// stopped local controller leaves no webhook behind and never removes
+// another's. It implements controller-runtime's manager.Runnable; every
+// replica runs it.
 func (p *Provisioner) Start(ctx context.Context) error {
 	p.defaults()
 	log := ctrl.LoggerFrom(ctx).WithName("webhook-certs")
+	if p.Serving != nil {
+		if err := p.Serving(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("waiting for the webhook server before registering it: %w", err)
+		}
+		if err := p.publish(ctrl.LoggerInto(ctx, log), p.pending); err != nil {
+			return err
+		}
+	}
 	t := time.NewTicker(p.CheckInterval)
 	defer t.Stop()
+	reassert := time.NewTicker(p.ReassertInterval)
+	defer reassert.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			if p.Register {
+			if p.Register && len(p.caBundle) > 0 {
 				cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
 				if err := DeleteIfOurs(cctx, p.Client, p.Configuration.Name, p.Target.URL, p.caBundle); err != nil {
@@ -224,8 +262,62 @@ func (p *Provisioner) Start(ctx context.Context) error {
 			if err := p.renew(ctx); err != nil {
 				log.Error(err, "renewing the webhook certificate")
 			}
+		case <-reassert.C:
+			if err := p.reassert(ctrl.LoggerInto(ctx, log)); err != nil {
+				log.Error(err, "restoring the webhook registration")
+			}
 		}
 	}
+}
+
+// reassert publishes the registration again when the configuration no
+// longer matches what this controller registered (deleted, or changed by
+// another controller or a user).
+func (p *Provisioner) reassert(ctx context.Context) error {
+	if p.NoPublish || len(p.caBundle) == 0 {
+		return nil
+	}
+	want := Configuration(p.Configuration, p.Target, p.caBundle)
+	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	err := p.Client.Get(ctx, client.ObjectKey{Name: want.Name}, got)
+	switch {
+	case apierrors.IsNotFound(err):
+		if !p.Register {
+			return nil // the chart's configuration is gone: nothing to patch.
+		}
+	case err != nil:
+		return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", want.Name, err)
+	case sameClientConfigs(got, want, p.Register):
+		return nil
+	}
+	ctrl.LoggerFrom(ctx).Info("the webhook registration was deleted or changed; restoring it", "configuration", want.Name)
+	return p.publish(ctx, p.caBundle)
+}
+
+// sameClientConfigs reports whether got calls every webhook of want the
+// same way: the same caBundle and, when whole reports true, the same
+// target and webhook names.
+func sameClientConfigs(got, want *admissionregistrationv1.ValidatingWebhookConfiguration, whole bool) bool {
+	if !whole {
+		for _, w := range got.Webhooks {
+			if !bytes.Equal(w.ClientConfig.CABundle, want.Webhooks[0].ClientConfig.CABundle) {
+				return false
+			}
+		}
+		return true
+	}
+	if len(got.Webhooks) != len(want.Webhooks) {
+		return false
+	}
+	for i := range want.Webhooks {
+		g, w := got.Webhooks[i], want.Webhooks[i]
+		if g.Name != w.Name || !bytes.Equal(g.ClientConfig.CABundle, w.ClientConfig.CABundle) ||
+			!equality.Semantic.DeepEqual(g.ClientConfig.URL, w.ClientConfig.URL) ||
+			!equality.Semantic.DeepEqual(g.ClientConfig.Service, w.ClientConfig.Service) {
+			return false
+		}
+	}
+	return true
 }
 
 // renew replaces the served certificate when the source has a newer one.
