@@ -153,6 +153,9 @@ func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) err
 		}
 		verb, err := applyDefinition(ctx, c, d.Object, dns)
 		if err != nil {
+			if refusedInput(err) {
+				return &UserError{Err: err}
+			}
 			return err
 		}
 		fmt.Fprintf(out, "%s/%s %s in %s\n", d.Kind.CRDKind(), d.Name, verb, dns)
@@ -304,7 +307,8 @@ type applyResult struct {
 
 // applyApplication server-side applies app as FieldManager, forcing
 // ownership of the fields it sets. Errors the API server blames on the
-// object (invalid, bad request, missing namespace) are *UserError.
+// object (invalid, bad request, refused by an admission webhook, missing
+// namespace) are *UserError.
 func applyApplication(ctx context.Context, c client.Client, app *v1beta1.Application) (*applyResult, error) {
 	id := app.Namespace + "/" + app.Name
 	before := &v1beta1.Application{}
@@ -320,7 +324,7 @@ func applyApplication(ctx context.Context, c client.Client, app *v1beta1.Applica
 	}
 	if err := c.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		switch {
-		case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		case refusedInput(err):
 			return nil, userErrorf("applying Application %s: %w", id, err)
 		case apierrors.IsNotFound(err):
 			return nil, userErrorf("applying Application %s: %w (create the namespace first, or pick another with -n)", id, err)
@@ -347,6 +351,24 @@ func applyApplication(ctx context.Context, c client.Client, app *v1beta1.Applica
 		}
 	}
 	return res, nil
+}
+
+// refusedInput reports whether the API server refused a write because of
+// the object itself: Invalid (422) or BadRequest (400), or Forbidden (403)
+// from an admission webhook or policy that denied it — the apiserver
+// words those "admission webhook %q denied the request" and
+// "ValidatingAdmissionPolicy ... denied request". Forbidden by RBAC is
+// not the input's fault and stays an error of the environment (exit 2).
+func refusedInput(err error) bool {
+	switch {
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		return true
+	case apierrors.IsForbidden(err):
+		msg := err.Error()
+		return strings.Contains(msg, "admission webhook") && strings.Contains(msg, "denied the request") ||
+			strings.Contains(msg, "denied request")
+	}
+	return false
 }
 
 // applyObject is app as a server-side apply request: apiVersion, kind,

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -432,4 +434,34 @@ spec:
 	r = e.run("", "up", "-f", file, "--validate=false")
 	require.Equal(t, ExitOK, r.code, r.err)
 	require.NoError(t, e.c.Delete(context.Background(), e.getApp(t, "default", "typo")))
+}
+
+func TestRefusedInput(t *testing.T) {
+	gr := v1beta1.GroupVersion.WithResource("applications").GroupResource()
+	webhookDenial := &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
+		Message: `admission webhook "applications.validate.core.oam.dev" denied the request: spec.components[0].type: unknown component type "webservic"`,
+	}}
+	cases := []struct {
+		reason string
+		err    error
+		want   bool
+	}{
+		{"an admission webhook denial (403, as controller-runtime's Denied answers) is the input's fault",
+			webhookDenial, true},
+		{"wrapped, too", fmt.Errorf("applying Application default/typo: %w", webhookDenial), true},
+		{"a ValidatingAdmissionPolicy denial", apierrors.NewForbidden(gr, "typo",
+			errors.New(`ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`)), true},
+		{"an invalid object", apierrors.NewInvalid(v1beta1.GroupVersion.WithKind("Application").GroupKind(), "typo", nil), true},
+		{"a bad request", apierrors.NewBadRequest("bad"), true},
+		{"forbidden by RBAC is the environment's", apierrors.NewForbidden(gr, "typo", errors.New(`User "bob" cannot patch resource`)), false},
+		{"a conflict", apierrors.NewConflict(gr, "typo", errors.New("changed")), false},
+		{"a timeout", apierrors.NewTimeoutError("slow", 1), false},
+		{"not an API error", errors.New("connection refused"), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			assert.Equal(t, tc.want, refusedInput(tc.err))
+		})
+	}
 }

@@ -169,6 +169,8 @@ func TestWebhook(t *testing.T) {
 		err := root.ExecuteContext(ctx)
 		require.Error(t, err, "oamflow %v", args)
 		assert.Contains(t, err.Error(), want, "oamflow %v", args)
+		var ue *cli.UserError
+		assert.ErrorAs(t, err, &ue, "oamflow %v: a refused Application is the user's error (exit 1)", args)
 	}
 	upErr := func() error {
 		var out, errOut bytes.Buffer
