@@ -25,6 +25,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/cuex"
 	"github.com/oamflow/oamflow/pkg/definition"
+	"github.com/oamflow/oamflow/pkg/multicluster"
 )
 
 // FieldManager is the server-side apply field manager of `oamflow up`.
@@ -137,12 +138,18 @@ func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) err
 		}
 	}
 
-	c, err := o.global.appClient()
+	c, cfg, err := o.global.kubeClient()
 	if err != nil {
 		return err
 	}
 	if o.validate {
-		if err := validateApps(ctx, c, in.apps, defs); err != nil {
+		// The registry only reads cluster Secrets here; when it cannot be
+		// built the clusters are left for the controller to check.
+		var clusters topologyValidator
+		if reg, err := multicluster.NewRegistry(c, cfg); err == nil {
+			clusters = reg
+		}
+		if err := validateApps(ctx, c, clusters, in.apps, defs); err != nil {
 			return err
 		}
 	}
@@ -204,9 +211,11 @@ func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) err
 // files, then the cluster's (app namespace, oamflow-system, vela-system),
 // then the built-ins — as the controller will — so that an invalid
 // Application is refused with all its field-path errors before anything is
-// written (exit 1). Problems that are not about the input (the cluster
-// cannot be read) are left for the controller to report.
-func validateApps(ctx context.Context, c client.Client, apps []*v1beta1.Application, defs []*appfile.Definition) error {
+// written (exit 1); so is one whose topology policies name clusters not
+// registered in the hub (clusters may be nil: not checked). Problems that
+// are not about the input (the cluster cannot be read) are left for the
+// controller to report.
+func validateApps(ctx context.Context, c client.Client, clusters topologyValidator, apps []*v1beta1.Application, defs []*appfile.Definition) error {
 	builtins, err := appfile.NewFSSource(definitions.FS, ".")
 	if err != nil {
 		return err
@@ -221,7 +230,35 @@ func validateApps(ctx context.Context, c client.Client, apps []*v1beta1.Applicat
 			if ue := asUserError(err); ue != err {
 				return ue
 			}
+			continue
 		}
+		if err := validateTopologies(ctx, clusters, app); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// topologyValidator checks that the clusters an Application's topology
+// policies name are registered (multicluster.Registry, as the controller
+// and the admission webhook use it).
+type topologyValidator interface {
+	ValidateTopologies(ctx context.Context, policies []common.AppPolicy) error
+}
+
+// validateTopologies returns a *UserError when a topology policy of app
+// names a cluster that is not registered (the error names each field,
+// spec.policies[i].properties.clusters[j]). v is checked only when it is
+// a topologyValidator (an offline resolver is not); other errors, such as
+// cluster Secrets that cannot be read, are left for the controller.
+func validateTopologies(ctx context.Context, v any, app *v1beta1.Application) error {
+	tv, ok := v.(topologyValidator)
+	if !ok || tv == nil {
+		return nil
+	}
+	err := tv.ValidateTopologies(ctx, app.Spec.Policies)
+	if errors.Is(err, multicluster.ErrClusterNotFound) {
+		return userErrorf("Application %s/%s: %w (list the clusters with `oamflow cluster list`; add one with `oamflow cluster join`)", app.Namespace, app.Name, err)
 	}
 	return nil
 }

@@ -111,6 +111,7 @@ func TestCommandsAgainstAPIServer(t *testing.T) {
 	t.Run("up", func(t *testing.T) { testUp(t, e) })
 	t.Run("up --wait", func(t *testing.T) { testUpWait(t, e) })
 	t.Run("up refuses an invalid Application", func(t *testing.T) { testUpInvalid(t, e) })
+	t.Run("up and dry-run refuse an unregistered cluster", func(t *testing.T) { testUpUnknownCluster(t, e) })
 	t.Run("ls", func(t *testing.T) { testLs(t, e) })
 	t.Run("delete", func(t *testing.T) { testDelete(t, e) })
 	t.Run("revision", func(t *testing.T) { testRevision(t, e) })
@@ -434,6 +435,61 @@ spec:
 	r = e.run("", "up", "-f", file, "--validate=false")
 	require.Equal(t, ExitOK, r.code, r.err)
 	require.NoError(t, e.c.Delete(context.Background(), e.getApp(t, "default", "typo")))
+}
+
+func testUpUnknownCluster(t *testing.T, e *cliEnv) {
+	ctx := context.Background()
+	// A registered member: a cluster Secret in oamflow-system (its
+	// credentials are not used to validate names).
+	member := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "member-1", Namespace: "oamflow-system",
+		Labels: map[string]string{v1beta1.LabelClusterCredType: "X509Certificate"}}}
+	require.NoError(t, e.c.Create(ctx, member))
+	t.Cleanup(func() { _ = e.c.Delete(ctx, member) })
+	app := func(clusters string) string {
+		return `apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: placed
+spec:
+  components:
+    - name: web
+      type: webservice
+      properties: {image: "nginx:1.27"}
+  policies:
+    - name: everywhere
+      type: topology
+      properties: {clusters: ` + clusters + `}
+`
+	}
+	cases := []struct {
+		reason   string
+		clusters string
+		// refused is a substring of the exit-1 error, "" when accepted.
+		refused string
+	}{
+		{"an unregistered cluster is refused, naming the field", `["local", "member-9"]`,
+			`spec.policies[0].properties.clusters[1]: "member-9"`},
+		{"the hub and a registered member are accepted", `["local", "member-1"]`, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			file := writeFile(t, t.TempDir(), "placed.yaml", app(tc.clusters))
+			for _, args := range [][]string{{"dry-run", "-f", file}, {"up", "-f", file}} {
+				r := e.run("", args...)
+				if tc.refused == "" {
+					require.Equal(t, ExitOK, r.code, "oamflow %v: %v", args, r.err)
+					continue
+				}
+				require.Equal(t, ExitUserError, r.code, "oamflow %v: %v", args, r.err)
+				assert.Contains(t, r.err.Error(), tc.refused, "oamflow %v", args)
+			}
+			if tc.refused != "" {
+				err := e.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "placed"}, &v1beta1.Application{})
+				assert.True(t, apierrors.IsNotFound(err), "nothing is created: %v", err)
+			}
+		})
+	}
+	require.NoError(t, e.c.Delete(ctx, e.getApp(t, "default", "placed")))
 }
 
 func TestRefusedInput(t *testing.T) {
