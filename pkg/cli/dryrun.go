@@ -148,6 +148,11 @@ func (o *dryRunOptions) run(ctx context.Context, out, errOut io.Writer) error {
 				return err
 			}
 		}
+		// Online, a topology naming an unregistered cluster is refused as
+		// up, the webhook and the controller refuse it.
+		if err := validateTopologies(ctx, resolver, app); err != nil {
+			return err
+		}
 		d, err := dryRunApp(ctx, app, src, resolver, newHelmTemplater(o.chartRoot, nil), errOut)
 		if err != nil {
 			return err
