@@ -3,9 +3,14 @@ package framework
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/oamflow/oamflow/pkg/cli"
 	"github.com/oamflow/oamflow/pkg/manager"
@@ -51,10 +56,21 @@ func StartController(t testing.TB, c *Cluster, opts ...ControllerOption) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// The controller's logs go to a file (kept after the test, named in the
+	// test log) rather than interleaving with the test output.
+	logFile, err := os.CreateTemp("", "oamflow-e2e-controller-*.log")
+	if err != nil {
+		t.Fatalf("controller log file: %v", err)
+	}
+	t.Logf("controller log: %s", logFile.Name())
+	logger := zap.New(zap.WriteTo(logFile), zap.UseDevMode(true))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger.WithName("klog"))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- manager.Run(ctx, c.Config, o) }()
 	t.Cleanup(func() {
+		defer logFile.Close()
 		cancel()
 		select {
 		case err := <-done:
