@@ -100,13 +100,21 @@ func setParsedCondition(app *v1beta1.Application, source string, err error) {
 }
 
 // setRevisionCondition records the revision phase: the revision deployed,
-// whether this reconcile created it, or the error.
+// whether it was created for the app's current spec, or the error. A
+// revision keeps RevisionCreated in the reconciles after the one that
+// created it (so an app's very first revision never reads
+// RevisionUnchanged); RevisionUnchanged is for a spec that went back to
+// an existing revision, or a condition lost since.
 func setRevisionCondition(app *v1beta1.Application, rev string, created bool, why string, err error) {
+	prev := meta.FindStatusCondition(app.Status.Conditions, ConditionRevision)
 	switch {
 	case err != nil:
 		setCondition(app, ConditionRevision, false, ReasonRevisionError, err.Error())
 	case created:
 		setCondition(app, ConditionRevision, true, ReasonRevisionCreated, fmt.Sprintf("created revision %s (%s)", rev, why))
+	case prev != nil && prev.Status == metav1.ConditionTrue && prev.Reason == ReasonRevisionCreated &&
+		strings.HasPrefix(prev.Message, "created revision "+rev+" "):
+		setCondition(app, ConditionRevision, true, ReasonRevisionCreated, prev.Message)
 	default:
 		setCondition(app, ConditionRevision, true, ReasonRevisionUnchanged, fmt.Sprintf("deploying revision %s", rev))
 	}

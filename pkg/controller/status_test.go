@@ -238,3 +238,43 @@ func TestSetRenderCondition(t *testing.T) {
 		})
 	}
 }
+
+func TestSetRevisionCondition(t *testing.T) {
+	type call struct {
+		rev     string
+		created bool
+	}
+	cases := []struct {
+		reason      string
+		calls       []call
+		wantReason  string
+		wantMessage string
+	}{
+		{"the reconcile creating the first revision",
+			[]call{{"shop-v1", true}}, ReasonRevisionCreated, "created revision shop-v1 (FirstRevision)"},
+		{"the next reconciles of an app's first revision still say created",
+			[]call{{"shop-v1", true}, {"shop-v1", false}, {"shop-v1", false}}, ReasonRevisionCreated, "created revision shop-v1 (FirstRevision)"},
+		{"a new revision after an update",
+			[]call{{"shop-v1", true}, {"shop-v2", true}, {"shop-v2", false}}, ReasonRevisionCreated, "created revision shop-v2 (FirstRevision)"},
+		{"a spec back to an existing revision is unchanged",
+			[]call{{"shop-v1", true}, {"shop-v2", true}, {"shop-v1", false}}, ReasonRevisionUnchanged, "deploying revision shop-v1"},
+		{"no record of the creation (condition lost) is unchanged",
+			[]call{{"shop-v1", false}}, ReasonRevisionUnchanged, "deploying revision shop-v1"},
+		{"a revision whose name extends the created one's is not confused with it",
+			[]call{{"shop-v1", true}, {"shop-v10", false}}, ReasonRevisionUnchanged, "deploying revision shop-v10"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			app := appWith()
+			for _, c := range tc.calls {
+				setRevisionCondition(app, c.rev, c.created, "FirstRevision", nil)
+			}
+			got := meta.FindStatusCondition(app.Status.Conditions, ConditionRevision)
+			if assert.NotNil(t, got) {
+				assert.Equal(t, metav1.ConditionTrue, got.Status)
+				assert.Equal(t, tc.wantReason, got.Reason)
+				assert.Equal(t, tc.wantMessage, got.Message)
+			}
+		})
+	}
+}
