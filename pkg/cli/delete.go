@@ -63,10 +63,7 @@ func (o *deleteOptions) run(ctx context.Context, name string, out io.Writer) err
 	app := &v1beta1.Application{}
 	app.Namespace, app.Name = key.Namespace, key.Name
 	if err := c.Delete(ctx, app, client.PropagationPolicy("Background")); err != nil {
-		if apierrors.IsNotFound(err) {
-			return userErrorf("Application %s not found (set the namespace with -n)", key)
-		}
-		return fmt.Errorf("deleting Application %s: %w", key, err)
+		return appReadError(err, "deleting", key.Namespace, key.Name, o.global.Namespace != "")
 	}
 	if !o.wait {
 		fmt.Fprintf(out, "Application %s deleted; the controller removes its resources\n", key)

@@ -85,6 +85,10 @@ func testDelete(t *testing.T, e *cliEnv) {
 		r := e.run("", "delete", "never-was")
 		assert.Equal(t, ExitUserError, r.code)
 		require.Error(t, r.err)
-		assert.Contains(t, r.err.Error(), "default/never-was not found")
+		assert.Contains(t, r.err.Error(), "default/never-was not found (set the namespace with -n)")
+		r = e.run("", "delete", "never-was", "-n", "other")
+		assert.Equal(t, ExitUserError, r.code)
+		require.Error(t, r.err)
+		assert.Equal(t, "Application other/never-was not found", r.err.Error(), "-n was given: no hint to set it")
 	})
 }

@@ -88,9 +88,10 @@ func (o *statusOptions) run(ctx context.Context, name string, out io.Writer) err
 	if err != nil {
 		return err
 	}
-	app, err := getApp(ctx, c, o.global.ResolvedNamespace(), name)
-	if err != nil {
-		return err
+	ns := o.global.ResolvedNamespace()
+	app := &v1beta1.Application{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, app); err != nil {
+		return appReadError(err, "reading", ns, name, o.global.Namespace != "")
 	}
 	rep := newStatusReport(app)
 	if o.tree {
@@ -812,4 +813,17 @@ func manifestObjects(manifest string) ([]*unstructured.Unstructured, error) {
 			out = append(out, o)
 		}
 	}
+}
+
+// appReadError is the error of verb ("reading", "deleting") Application
+// ns/name: NotFound is the user's (exit 1), suggesting -n unless the
+// namespace came from -n (nsGiven); other errors are wrapped as they are.
+func appReadError(err error, verb, ns, name string, nsGiven bool) error {
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s Application %s/%s: %w", verb, ns, name, err)
+	}
+	if nsGiven {
+		return userErrorf("Application %s/%s not found", ns, name)
+	}
+	return userErrorf("Application %s/%s not found (set the namespace with -n)", ns, name)
 }

@@ -335,9 +335,12 @@ func testStatus(t *testing.T, e *cliEnv) {
 			reason string
 			args   []string
 			want   string
+			// absent must not be in the error ("" = not checked).
+			absent string
 		}{
-			{reason: "a missing Application", args: []string{"status", "nope"}, want: "not found"},
-			{reason: "a wrong namespace", args: []string{"status", "shop", "-n", "elsewhere"}, want: "elsewhere/shop not found"},
+			{reason: "a missing Application", args: []string{"status", "nope"}, want: "not found (set the namespace with -n)"},
+			{reason: "a wrong namespace given with -n is not answered with 'set -n'", args: []string{"status", "shop", "-n", "elsewhere"},
+				want: "elsewhere/shop not found", absent: "-n"},
 			{reason: "an unknown output format", args: []string{"status", "shop", "-o", "wide"}, want: "--output"},
 			{reason: "no Application name", args: []string{"status"}, want: "exactly one"},
 		}
@@ -346,6 +349,9 @@ func testStatus(t *testing.T, e *cliEnv) {
 			assert.Equal(t, ExitUserError, r.code, tc.reason)
 			if assert.Error(t, r.err, tc.reason) {
 				assert.Contains(t, r.err.Error(), tc.want, tc.reason)
+				if tc.absent != "" {
+					assert.NotContains(t, r.err.Error(), tc.absent, tc.reason)
+				}
 			}
 		}
 	})
