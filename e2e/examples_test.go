@@ -246,14 +246,17 @@ func checkWorkflow(t *testing.T, x *examplesEnv) {
 	default:
 	}
 
+	// up --wait reads the Application every 500 ms: give it time to show the
+	// suspended step before approving (a user reads it before resuming).
+	time.Sleep(2 * time.Second)
 	_, err = framework.Oamflow(t, x.hub.Kubeconfig, "workflow", "resume", "workflow")
 	require.NoError(t, err)
 	select {
 	case res := <-upDone:
 		require.NoError(t, res.err, "up --wait ends with the workflow running")
 		assert.Contains(t, res.out, "step warm-up suspended: letting the backend warm up for 10s")
-		// The watch may see the step first running (with its message) and
-		// coalesce the suspended state; either line carries the message.
+		// Polling may see the step first running (with its message) and
+		// then suspended; either line carries the message.
 		assert.Regexp(t, `step approve (suspended|\(suspend\) started): `+regexp.QuoteMeta(approveMsg), res.out, "up --wait shows how to approve")
 	case <-time.After(3 * time.Minute):
 		t.Fatal("up --wait did not return within 3 minutes of the resume")
