@@ -73,8 +73,38 @@ func deepCopySteps(in []wfv1alpha1.WorkflowStepStatus) []wfv1alpha1.WorkflowStep
 	out := make([]wfv1alpha1.WorkflowStepStatus, len(in))
 	for i := range in {
 		in[i].DeepCopyInto(&out[i])
+		out[i].Message = readableMessage(out[i].Message)
+		for j := range out[i].SubStepsStatus {
+			out[i].SubStepsStatus[j].Message = readableMessage(out[i].SubStepsStatus[j].Message)
+		}
 	}
 	return out
+}
+
+// readableMessage removes what kubevela/pkg's cuex wraps around a
+// provider's error, "function call error for <path>: <error> (value:
+// <the whole CUE value of the call>)", keeping <error>: the value dump
+// repeats the step's parameters (CUE internals such as #do and #provider)
+// and buries the reason. Nested wrappings are removed too; other messages
+// are returned unchanged.
+func readableMessage(msg string) string {
+	const prefix, suffix = "function call error for ", " (value: "
+	for {
+		i := strings.Index(msg, prefix)
+		if i < 0 {
+			return msg
+		}
+		rest := msg[i+len(prefix):]
+		colon := strings.Index(rest, ": ")
+		if colon < 0 {
+			return msg
+		}
+		inner := rest[colon+2:]
+		if j := strings.LastIndex(inner, suffix); j >= 0 {
+			inner = inner[:j]
+		}
+		msg = msg[:i] + inner
+	}
 }
 
 // Started reports whether a run has begun (it has a start time or steps);
