@@ -63,7 +63,7 @@ type Provisioner struct {
 	Serving func(ctx context.Context) error
 	// ReassertInterval is how often Start checks that the registration is
 	// still ours and restores it if it was deleted or changed (30 s when
-	// 0); with Register false it re-patches the caBundle.
+	// 0); with Register false it re-patches an emptied caBundle.
 	ReassertInterval time.Duration
 
 	// caBundle is the bundle last published (nil until then); pending is
@@ -295,12 +295,16 @@ func (p *Provisioner) reassert(ctx context.Context) error {
 }
 
 // sameClientConfigs reports whether got calls every webhook of want the
-// same way: the same caBundle and, when whole reports true, the same
-// target and webhook names.
+// same way: with whole (a URL registration), the same webhook names,
+// target and caBundle; without (the chart's configuration), a caBundle
+// on every webhook.
 func sameClientConfigs(got, want *admissionregistrationv1.ValidatingWebhookConfiguration, whole bool) bool {
 	if !whole {
+		// Replicas sharing a Secret hold different bundles for a while
+		// after one renews: only an emptied bundle (the chart's
+		// configuration applied again) is restored.
 		for _, w := range got.Webhooks {
-			if !bytes.Equal(w.ClientConfig.CABundle, want.Webhooks[0].ClientConfig.CABundle) {
+			if len(w.ClientConfig.CABundle) == 0 {
 				return false
 			}
 		}
