@@ -167,7 +167,7 @@ func TestFormatStatusGolden(t *testing.T) {
 			withCondition("Parsed", false, "InvalidApplication", `component "web": type "webservic" not found: no ComponentDefinition "webservic" in default, oamflow-system or vela-system`),
 			withCondition("Ready", false, "InvalidApplication", `component "web": type "webservic" not found`))},
 		{name: "suspended", app: fixtureApp(withPhase(common.ApplicationWorkflowSuspending),
-			withCondition("Workflow", false, "WorkflowSuspended", "step approve is suspended; it resumes after its duration or with `oamflow workflow resume demo`"),
+			withCondition("Workflow", false, "WorkflowSuspended", "step approve is suspended; resume it with `oamflow workflow resume demo` (a suspend step with a duration also resumes by itself)"),
 			withCondition("Ready", false, "WorkflowSuspended", "step approve is suspended"),
 			withSteps(step("apply-web", "apply-component", wfv1alpha1.WorkflowStepPhaseSucceeded, 50*time.Second, 3*time.Second, ""),
 				step("approve", "suspend", wfv1alpha1.WorkflowStepPhaseSuspending, 45*time.Second, 0, "")))},

@@ -170,7 +170,11 @@ func setWorkflowCondition(app *v1beta1.Application, err error) {
 	case st.Suspend || st.Status == wfv1alpha1.WorkflowStateSuspending:
 		msg := "the workflow is suspended; resume it to go on"
 		if path, step, ok := workflow.CurrentStep(st); ok && step.Phase == wfv1alpha1.WorkflowStepPhaseSuspending {
-			msg = fmt.Sprintf("step %s is suspended; it resumes after its duration or with `oamflow workflow resume %s`", path, app.Name)
+			msg = fmt.Sprintf("step %s is suspended", path)
+			if step.Message != "" {
+				msg += ": " + step.Message
+			}
+			msg += fmt.Sprintf("; resume it with `oamflow workflow resume %s` (a suspend step with a duration also resumes by itself)", app.Name)
 		}
 		setCondition(app, ConditionWorkflow, false, ReasonWorkflowSuspended, msg)
 	default:

@@ -148,7 +148,10 @@ func TestSetWorkflowCondition(t *testing.T) {
 		}}, nil, ReasonWorkflowFailed, `step g/web failed (Action): rendering component "web": spec.components[0].properties.port`},
 		{"suspended step", &common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateSuspending, Suspend: true, Steps: []wfv1alpha1.WorkflowStepStatus{
 			{StepStatus: wfv1alpha1.StepStatus{Name: "approve", Phase: wfv1alpha1.WorkflowStepPhaseSuspending}},
-		}}, nil, ReasonWorkflowSuspended, "step approve is suspended"},
+		}}, nil, ReasonWorkflowSuspended, "step approve is suspended; resume it with `oamflow workflow resume"},
+		{"suspended step with its message (a manual approval has no duration to promise)", &common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateSuspending, Suspend: true, Steps: []wfv1alpha1.WorkflowStepStatus{
+			{StepStatus: wfv1alpha1.StepStatus{Name: "approve", Phase: wfv1alpha1.WorkflowStepPhaseSuspending, Message: "approve the frontend"}},
+		}}, nil, ReasonWorkflowSuspended, "step approve is suspended: approve the frontend; resume it with"},
 		{"transient error", nil, errors.New("etcd timeout"), ReasonWorkflowError, "etcd timeout"},
 	}
 	for _, tc := range cases {
