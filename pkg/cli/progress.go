@@ -15,6 +15,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/workflowops"
 )
 
 // progress shows an Application's state while a command waits on it
@@ -259,7 +260,11 @@ func stepEvent(s stepView, before wfv1alpha1.StepStatus, seen bool) string {
 		return name + " succeeded"
 	case wfv1alpha1.WorkflowStepPhaseFailed:
 		line := name + " failed"
-		if s.Reason != "" {
+		if s.Reason == workflowops.ReasonExecute {
+			// Retryable: the controller runs the step again until its
+			// retry limit; the workflow has not failed (yet).
+			line += ", retrying"
+		} else if s.Reason != "" {
 			line += " (" + s.Reason + ")"
 		}
 		return withMsg(line)

@@ -62,6 +62,14 @@ func TestAppEvents(t *testing.T) {
 			want: []string{"step deploy failed", "step deploy/hz failed (Timeout): cluster hz unreachable", "phase workflowFailed"},
 		},
 		{
+			reason: "a step failing with the retryable reason Execute says it is retried, not that the workflow failed (a typo'd repoURL printed 'failed (Execute)' 25 s before the retries ran out)",
+			prev: fixtureApp(withPhase(common.ApplicationRunningWorkflow), withSteps(
+				step("chart", "apply-component", wfv1alpha1.WorkflowStepPhaseRunning, 10*time.Second, 0, ""))),
+			cur: fixtureApp(withPhase(common.ApplicationRunningWorkflow), withSteps(
+				failed(step("chart", "apply-component", wfv1alpha1.WorkflowStepPhaseFailed, 10*time.Second, 1*time.Second, "fetching chart: connection refused"), "Execute"))),
+			want: []string{"step chart failed, retrying: fetching chart: connection refused"},
+		},
+		{
 			reason: "services are reported when new and when their health or message changes",
 			prev:   fixtureApp(withPhase(common.ApplicationRunning), withServices(service("web", "", true, "Ready:1/1"), service("web", "hz", true, ""))),
 			cur: fixtureApp(withPhase(common.ApplicationUnhealthy), withServices(service("web", "", false, "0/1 replicas ready"),

@@ -35,8 +35,9 @@ const SuspendStateManual = "manually"
 // StatusReasonExecute and StatusReasonTerminate), spelled out here so this
 // package does not link the engine.
 const (
-	// reasonExecute: the step failed while executing and is retried.
-	reasonExecute = "Execute"
+	// ReasonExecute: the step failed while executing and is retried (up to
+	// the controller's --max-step-retries) before the workflow fails.
+	ReasonExecute = "Execute"
 	// reasonTerminate: the step was stopped by Terminate.
 	reasonTerminate = "Terminate"
 )
@@ -54,7 +55,7 @@ func StepFinished(phase wfv1alpha1.WorkflowStepPhase, reason string) bool {
 	case wfv1alpha1.WorkflowStepPhaseSucceeded, wfv1alpha1.WorkflowStepPhaseSkipped:
 		return true
 	case wfv1alpha1.WorkflowStepPhaseFailed:
-		return reason != "" && reason != reasonExecute
+		return reason != "" && reason != ReasonExecute
 	}
 	return false
 }

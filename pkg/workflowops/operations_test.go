@@ -177,7 +177,7 @@ func TestStepFinished(t *testing.T) {
 		{"succeeded", succeeded, "", true},
 		{"skipped", skipped, "", true},
 		{"failed by an action (fail step, timeout, terminate)", failed, "Action", true},
-		{"failed while executing is retried", failed, reasonExecute, false},
+		{"failed while executing is retried", failed, ReasonExecute, false},
 		{"failed without a reason is retried", failed, "", false},
 		{"running", running, "", false},
 		{"suspending", suspending, "", false},
