@@ -117,8 +117,11 @@ func stopProcesses(procs map[int]string, grace time.Duration) []int {
 		deadline := time.Now().Add(grace)
 		for {
 			var alive []int
-			for pid, argv0 := range procs {
-				if processAlive(pid, argv0) {
+			for pid := range procs {
+				// By pid only: an exiting process's cmdline reads empty
+				// before it is gone, so matching argv[0] here called
+				// processes stopped while they were still exiting.
+				if processAlive(pid, "") {
 					alive = append(alive, pid)
 				}
 			}

@@ -244,3 +244,17 @@ func TestProcessAliveScript(t *testing.T) {
 	waitExeced(t, cmd.Process.Pid, script)
 	assert.Contains(t, processesUnder(dir+"/"), cmd.Process.Pid)
 }
+
+// TestStopWaitsByPid: a process counts as stopped only when its pid is
+// gone, not when its cmdline stops matching (an exiting process's cmdline
+// reads empty while it still runs; `local down` then said "none left
+// running" with an apiserver still exiting, seen in CI).
+func TestStopWaitsByPid(t *testing.T) {
+	dir := t.TempDir()
+	s := startSleeper(t, filepath.Join(dir, "c1", "bin", "etcd"))
+	// Recorded under an argv[0] its cmdline does not show, as an exiting
+	// process's empty cmdline does not: it is neither signalled nor gone.
+	procs := map[int]string{s.Process.Pid: filepath.Join(dir, "c1", "bin", "other")}
+	left := stopProcesses(procs, 200*time.Millisecond)
+	assert.Equal(t, []int{s.Process.Pid}, left, "a pid that still exists is reported left")
+}
