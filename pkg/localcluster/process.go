@@ -204,3 +204,27 @@ func ProcessAlive(pid int) bool { return processAlive(pid, "") }
 // ResidentKiB returns the resident set size of pid in KiB (VmRSS in
 // /proc/<pid>/status).
 func ResidentKiB(pid int) (int64, error) { return residentKiB(pid) }
+
+// CPUTime returns the user+system CPU time of pid from /proc/<pid>/stat
+// (fields 14 and 15, in clock ticks of 1/100 s, the Linux USER_HZ).
+func CPUTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("malformed CPU times in /proc/%d/stat", pid)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}

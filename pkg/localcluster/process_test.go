@@ -258,3 +258,11 @@ func TestStopWaitsByPid(t *testing.T) {
 	left := stopProcesses(procs, 200*time.Millisecond)
 	assert.Equal(t, []int{s.Process.Pid}, left, "a pid that still exists is reported left")
 }
+
+func TestCPUTime(t *testing.T) {
+	d, err := CPUTime(os.Getpid())
+	require.NoError(t, err)
+	assert.Positive(t, d, "this test process has used some CPU")
+	_, err = CPUTime(1 << 30)
+	assert.Error(t, err, "no such process")
+}

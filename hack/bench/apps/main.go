@@ -338,7 +338,7 @@ wait:
 		proc.save("/debug/pprof/heap", filepath.Join(c.profileDir, fmt.Sprintf("%d-heap.pprof", n)), errOut)
 	}
 	r.latencies = w.latencies()
-	if r.cpuRunning, err = cpuTime(proc.pid()); err != nil {
+	if r.cpuRunning, err = localcluster.CPUTime(proc.pid()); err != nil {
 		return r, err
 	}
 	api1, err := apiserverRequests(ctx, kube)
@@ -398,7 +398,7 @@ wait:
 	r.resyncReconciles = ctrlB.reconciles - ctrlA.reconciles
 	r.ctrlResync = delta(ctrlB.requests, ctrlA.requests)
 	r.apiResync = delta(apiB, apiA)
-	if r.cpuTotal, err = cpuTime(proc.pid()); err != nil {
+	if r.cpuTotal, err = localcluster.CPUTime(proc.pid()); err != nil {
 		return r, err
 	}
 	if r.rssPeakKiB, err = peakRSS(proc.pid()); err != nil {
@@ -889,30 +889,6 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// cpuTime returns the user+system CPU time of pid from /proc/<pid>/stat
-// (fields 14 and 15, in clock ticks of 1/100 s, the Linux USER_HZ).
-func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
-	}
-	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
-	if len(f) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("malformed CPU times in /proc/%d/stat", pid)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
 
 // peakRSS returns VmHWM (peak resident set size, KiB) of pid.

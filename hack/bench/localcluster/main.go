@@ -121,7 +121,7 @@ func measure(n, nodes int, binDir string, progress io.Writer) (result, error) {
 		r.clusterReady = max(r.clusterReady, c.ReadyAfter)
 		r.names = append(r.names, c.Name)
 		for _, pid := range c.PIDs() {
-			cpu, err := cpuTime(pid)
+			cpu, err := localcluster.CPUTime(pid)
 			if err != nil {
 				return r, fmt.Errorf("cluster %s: %w", c.Name, err)
 			}
@@ -231,28 +231,4 @@ func report(w io.Writer, results []result, nodes int, binDir string) {
 			r.apiReady.Seconds(), r.clusterReady.Seconds(), r.upDone.Seconds(), r.available.Seconds(), strings.Join(rss, " "), r.down.Seconds(), r.cpuToReady.Seconds())
 	}
 	_ = tw.Flush()
-}
-
-// cpuTime returns the user+system CPU time of pid from /proc/<pid>/stat
-// (fields 14 and 15, in clock ticks of 1/100 s, the Linux USER_HZ).
-func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("malformed /proc/%d/stat", pid)
-	}
-	f := strings.Fields(s[i+1:]) // f[0] is field 3 (state)
-	if len(f) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("malformed CPU times in /proc/%d/stat", pid)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
