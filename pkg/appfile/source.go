@@ -252,7 +252,7 @@ func (s *LocalSource) Get(_ context.Context, kind DefinitionKind, name string) (
 		e.err = fmt.Errorf("reading %s: %w", e.origin, err)
 		return nil, e.err
 	}
-	f, err := definition.ParseCUE(e.origin, data)
+	f, err := definition.LoadCUE(e.origin, data)
 	if err != nil {
 		e.err = &DefinitionError{Origin: e.origin, Err: err}
 		return nil, e.err

@@ -121,29 +121,37 @@ func scanLines(src []byte) (string, Kind, bool) {
 	var kind Kind
 	headers := 0
 	inHeader := false
-	for _, line := range strings.Split(string(src), "\n") {
+	for off := 0; off < len(src); {
+		end := bytes.IndexByte(src[off:], '\n')
+		if end < 0 {
+			end = len(src)
+		} else {
+			end += off
+		}
+		line := src[off:end]
+		off = end + 1
 		if inHeader {
-			if strings.HasPrefix(line, "}") {
+			if bytes.HasPrefix(line, []byte("}")) {
 				inHeader = false
 				continue
 			}
-			t := strings.TrimLeft(line, " \t")
-			if kind == "" && len(line)-len(t) <= 2 && strings.HasPrefix(t, "type:") {
-				v := strings.TrimSpace(strings.TrimPrefix(t, "type:"))
+			t := bytes.TrimLeft(line, " \t")
+			if kind == "" && len(line)-len(t) <= 2 && bytes.HasPrefix(t, []byte("type:")) {
+				v := bytes.TrimSpace(t[len("type:"):])
 				if len(v) > 2 && v[0] == '"' && v[len(v)-1] == '"' && Kind(v[1:len(v)-1]).Valid() {
 					kind = Kind(v[1 : len(v)-1])
 				}
 			}
 			continue
 		}
-		if line == "" || line[0] == ' ' || line[0] == '\t' || strings.HasPrefix(line, "//") || strings.HasPrefix(line, "import") || line[0] == ')' || line[0] == '}' {
+		if len(line) == 0 || line[0] == ' ' || line[0] == '\t' || line[0] == ')' || line[0] == '}' || bytes.HasPrefix(line, []byte("//")) || bytes.HasPrefix(line, []byte("import")) {
 			continue
 		}
-		label, rest, ok := strings.Cut(line, ":")
-		if !ok || strings.TrimSpace(rest) != "{" {
+		i := bytes.IndexByte(line, ':')
+		if i < 0 || string(bytes.TrimSpace(line[i+1:])) != "{" {
 			continue
 		}
-		label = strings.TrimSpace(label)
+		label := string(bytes.TrimSpace(line[:i]))
 		if label == "template" {
 			continue
 		}
