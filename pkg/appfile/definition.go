@@ -43,6 +43,9 @@ type Definition struct {
 	// .cue file the definition was read from (File empty: no file).
 	File                    string
 	LineOffset, ImportLines int
+	// ColumnOffset maps template columns to file columns on the same
+	// lines LineOffset maps (the template block's indentation).
+	ColumnOffset int
 }
 
 // Template returns the CUE template ("" if the definition has none).
@@ -51,12 +54,13 @@ func (d *Definition) Template() string { return definition.Template(d.Object) }
 // CUESource names the template for the CUE engine (errors and positions).
 func (d *Definition) CUESource() cuex.Source {
 	return cuex.Source{
-		Kind:        string(d.Kind),
-		Name:        d.Name,
-		File:        d.File,
-		LineOffset:  d.LineOffset,
-		ImportLines: d.ImportLines,
-		StubImports: d.Kind == KindWorkflowStep,
+		Kind:         string(d.Kind),
+		Name:         d.Name,
+		File:         d.File,
+		LineOffset:   d.LineOffset,
+		ImportLines:  d.ImportLines,
+		ColumnOffset: d.ColumnOffset,
+		StubImports:  d.Kind == KindWorkflowStep,
 	}
 }
 

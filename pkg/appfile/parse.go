@@ -173,7 +173,9 @@ func (p *parser) checkProperties(path string, d *Definition, props map[string]an
 	}
 	t, err := p.af.Engine.Compile(d.CUESource(), text)
 	if err != nil {
-		p.errorf(path, "definition %s %q does not compile: %v", d.Kind, d.Name, err)
+		// The definition is at fault, not the properties: report it where
+		// the type names it, as a definition that cannot be read is.
+		p.errorf(strings.TrimSuffix(path, ".properties")+".type", "%s definition %q cannot be used: it does not compile: %v", d.Kind, d.Name, err)
 		return nil
 	}
 	if !t.HasField("parameter") {

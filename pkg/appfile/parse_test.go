@@ -181,7 +181,7 @@ func TestParseValidation(t *testing.T) {
   components:
     - {name: a, type: web, properties: {image: x}, traits: [{type: broken, properties: {replicas: 1}}]}`,
 			errs: []string{
-				`spec.components[0].traits[0].type: trait definition "broken" cannot be used: testdata/defs/broken/broken.cue: parsing CUE: missing ',' in struct literal (at testdata/defs/broken/broken.cue:7:11)`,
+				`spec.components[0].traits[0].type: trait definition "broken" cannot be used: it does not compile: trait "broken": missing ',' in struct literal (at testdata/defs/broken/broken.cue:7:11)`,
 			},
 		},
 		{

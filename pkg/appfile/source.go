@@ -263,13 +263,14 @@ func (s *LocalSource) Get(_ context.Context, kind DefinitionKind, name string) (
 		return nil, e.err
 	}
 	e.def = &Definition{
-		Kind:        f.Kind,
-		Name:        f.Name,
-		Origin:      e.origin,
-		Object:      obj,
-		File:        e.origin,
-		LineOffset:  f.TemplateLineOffset,
-		ImportLines: f.TemplateImportLines,
+		Kind:         f.Kind,
+		Name:         f.Name,
+		Origin:       e.origin,
+		Object:       obj,
+		File:         e.origin,
+		LineOffset:   f.TemplateLineOffset,
+		ImportLines:  f.TemplateImportLines,
+		ColumnOffset: f.TemplateIndent,
 	}
 	return e.def, nil
 }

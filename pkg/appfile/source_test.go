@@ -3,6 +3,8 @@ package appfile
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"testing/fstest"
 
@@ -44,9 +46,21 @@ func TestLocalSource(t *testing.T) {
 	_, err = src.Get(ctx, KindComponent, "scaler")
 	assert.True(t, errors.Is(err, ErrDefinitionNotFound), "kinds are separate name spaces")
 
-	_, err = src.Get(ctx, KindTrait, "broken")
+	// A formatted file is read without parsing its template: the syntax
+	// error in broken.cue surfaces when the template is compiled (see
+	// TestParseValidation), with its position in the file.
+	d, err = src.Get(ctx, KindTrait, "broken")
+	require.NoError(t, err)
+	assert.Equal(t, 1, d.ColumnOffset, "the template block is indented by one tab")
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad-header.cue"), []byte("bad: {\n\ttype: \"trait\"\n\tlabels: x: 1\n}\ntemplate: {\n\tpatch: {}\n}\n"), 0o644))
+	bad, err := NewLocalSource(dir)
+	require.NoError(t, err)
+	_, err = bad.Get(ctx, KindTrait, "bad")
 	var de *DefinitionError
-	assert.True(t, errors.As(err, &de), "a broken definition is a DefinitionError: %v", err)
+	assert.True(t, errors.As(err, &de), "a definition whose header is wrong is a DefinitionError: %v", err)
+	assert.ErrorContains(t, err, "bad-header.cue")
 }
 
 func TestFSSourceAndChain(t *testing.T) {

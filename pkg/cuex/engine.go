@@ -131,6 +131,9 @@ type Source struct {
 	// inside `template: {...}`).
 	LineOffset  int
 	ImportLines int
+	// ColumnOffset is added to the columns of those same lines (the
+	// indentation the template block had in File).
+	ColumnOffset int
 	// StubImports replaces imports that are not CUE standard-library
 	// packages (vela/kube, vela/op, …) with open placeholders, so a
 	// workflow-step template compiles without its provider packages. Only

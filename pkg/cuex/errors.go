@@ -124,11 +124,12 @@ func mapPosition(src Source, p token.Pos) string {
 	if p.Filename() != src.filename() {
 		return ""
 	}
-	line := p.Line()
+	line, col := p.Line(), p.Column()
 	if line > src.ImportLines {
 		line += src.LineOffset
+		col += src.ColumnOffset
 	}
-	return fmt.Sprintf("%s:%d:%d", src.filename(), line, p.Column())
+	return fmt.Sprintf("%s:%d:%d", src.filename(), line, col)
 }
 
 // Translate converts an error of evaluating src into Error values (see

@@ -81,6 +81,10 @@ type File struct {
 	// TemplateImportLines is the number of leading template lines holding
 	// the imports (their positions are not mapped back).
 	TemplateImportLines int
+	// TemplateIndent is the number of bytes removed from the start of each
+	// template body line (the block's indentation, 1 for a tab): a column
+	// C of a body line is column C+TemplateIndent of the file.
+	TemplateIndent int
 }
 
 // ScanCUE reads only the name and kind of a .cue definition file, without
@@ -322,7 +326,8 @@ func ParseCUE(filename string, src []byte) (*File, error) {
 		bodyText = string(src[from.Offset():to.Offset()])
 		firstBodyLine = from.Line()
 	}
-	tb.WriteString(dedent(bodyText))
+	body, indent := dedent(bodyText)
+	tb.WriteString(body)
 	return &File{
 		Name:                name,
 		Kind:                Kind(h.Type),
@@ -335,6 +340,7 @@ func ParseCUE(filename string, src []byte) (*File, error) {
 		Filename:            filename,
 		TemplateImportLines: importLines,
 		TemplateLineOffset:  firstBodyLine - (importLines + 1),
+		TemplateIndent:      indent,
 	}, nil
 }
 
@@ -366,9 +372,10 @@ func usedIdents(n ast.Node) map[string]bool {
 }
 
 // dedent removes one leading tab (or the common leading spaces) from every
-// non-empty line when all of them have it. CUE multi-line strings strip
-// their closing-quote indentation, so a uniform dedent keeps their content.
-func dedent(s string) string {
+// non-empty line when all of them have it, and returns how many bytes it
+// removed from each line. CUE multi-line strings strip their closing-quote
+// indentation, so a uniform dedent keeps their content.
+func dedent(s string) (string, int) {
 	lines := strings.Split(s, "\n")
 	prefix := ""
 	for _, cand := range []string{"\t", "    ", "  "} {
@@ -385,12 +392,12 @@ func dedent(s string) string {
 		}
 	}
 	if prefix == "" {
-		return strings.TrimRight(s, " \t\n") + "\n"
+		return strings.TrimRight(s, " \t\n") + "\n", 0
 	}
 	for i, l := range lines {
 		lines[i] = strings.TrimPrefix(l, prefix)
 	}
-	return strings.TrimRight(strings.Join(lines, "\n"), " \t\n") + "\n"
+	return strings.TrimRight(strings.Join(lines, "\n"), " \t\n") + "\n", len(prefix)
 }
 
 // indent prefixes every non-empty line with one tab.

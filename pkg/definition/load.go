@@ -65,7 +65,8 @@ func loadFormatted(filename string, src []byte) (*File, bool) {
 		tb.WriteString(imp)
 		tb.WriteByte('\n')
 	}
-	tb.WriteString(dedent(string(l.body)))
+	body, indent := dedent(string(l.body))
+	tb.WriteString(body)
 	return &File{
 		Name:                l.name,
 		Kind:                Kind(h.Type),
@@ -78,6 +79,7 @@ func loadFormatted(filename string, src []byte) (*File, bool) {
 		Filename:            filename,
 		TemplateImportLines: l.importLines,
 		TemplateLineOffset:  l.bodyLine - (l.importLines + 1),
+		TemplateIndent:      indent,
 	}, true
 }
 
