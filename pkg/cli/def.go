@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -64,51 +63,6 @@ vet, render and init work offline; apply, list and get need a cluster.`,
 	cmd.AddCommand(newDefVetCommand(g), newDefRenderCommand(g), newDefInitCommand(g),
 		newDefApplyCommand(g), newDefListCommand(g), newDefGetCommand(g))
 	return cmd
-}
-
-// readDefinitionFiles reads definition objects from .cue and YAML files,
-// keeping where each came from for positions in errors.
-func readDefinitionFiles(paths []string) ([]*appfile.Definition, error) {
-	var out []*appfile.Definition
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return nil, &UserError{Err: fmt.Errorf("reading %s: %w", p, err)}
-		}
-		defs, err := decodeDefinitionFile(p, data)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, defs...)
-	}
-	return out, nil
-}
-
-// decodeDefinitionFile reads the definition objects (no namespace set) of
-// one file's data: a .cue definition file (by p's extension) or YAML/JSON
-// documents. p names the file in errors, which are UserErrors.
-func decodeDefinitionFile(p string, data []byte) ([]*appfile.Definition, error) {
-	if strings.EqualFold(filepath.Ext(p), ".cue") {
-		f, err := definition.ParseCUE(p, data)
-		if err != nil {
-			return nil, &UserError{Err: err}
-		}
-		obj, err := f.Object("")
-		if err != nil {
-			return nil, &UserError{Err: fmt.Errorf("%s: %w", p, err)}
-		}
-		return []*appfile.Definition{{Kind: f.Kind, Name: f.Name, Origin: p, Object: obj,
-			File: p, LineOffset: f.TemplateLineOffset, ImportLines: f.TemplateImportLines}}, nil
-	}
-	objs, err := definition.DecodeYAML(p, data)
-	if err != nil {
-		return nil, &UserError{Err: err}
-	}
-	out := make([]*appfile.Definition, 0, len(objs))
-	for _, obj := range objs {
-		out = append(out, &appfile.Definition{Kind: definition.KindOf(obj), Name: obj.GetName(), Origin: p, Object: obj})
-	}
-	return out, nil
 }
 
 func newDefVetCommand(_ *GlobalOptions) *cobra.Command {
@@ -413,40 +367,120 @@ is vetted first; nothing is applied if one is invalid.`,
 	return cmd
 }
 
-// applyDefinition creates obj in ns or updates the existing one's spec,
-// labels and annotations; it returns "created", "updated" or "unchanged".
+// applyDefinition creates obj in ns, or updates the definition of that
+// name there when applying obj would change it, as `kubectl apply` does:
+// the spec becomes obj's; obj's labels and annotations are set while those
+// other tools set are kept (mergeDefinition). It returns verbCreated,
+// verbUpdated or verbUnchanged; unchanged means no write at all (the
+// object and its resourceVersion stay as they were). Writes are made as
+// field manager FieldManager.
 func applyDefinition(ctx context.Context, c client.Client, obj client.Object, ns string) (string, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	obj = obj.DeepCopyObject().(client.Object)
 	obj.SetNamespace(ns)
-	existing, err := definition.NewObject(definition.KindOf(obj))
+	kind := definition.KindOf(obj)
+	existing, err := definition.NewObject(kind)
 	if err != nil {
 		return "", err
 	}
 	key := types.NamespacedName{Namespace: ns, Name: obj.GetName()}
 	if err := c.Get(ctx, key, existing); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return "", fmt.Errorf("reading %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, key, err)
+			return "", fmt.Errorf("reading %s %s: %w", kind.CRDKind(), key, err)
 		}
-		if err := c.Create(ctx, obj); err != nil {
-			return "", fmt.Errorf("creating %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, key, err)
+		if err := c.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+			return "", fmt.Errorf("creating %s %s: %w", kind.CRDKind(), key, err)
 		}
-		return "created", nil
+		return verbCreated, nil
 	}
-	if sameDefinition(existing, obj) {
-		return "unchanged", nil
+	want := mergeDefinition(existing, obj, FieldManager)
+	if sameDefinition(existing, want) {
+		return verbUnchanged, nil
 	}
-	obj.SetResourceVersion(existing.GetResourceVersion())
-	obj.SetUID(existing.GetUID())
-	if err := c.Update(ctx, obj); err != nil {
-		return "", fmt.Errorf("updating %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, key, err)
+	want.SetResourceVersion(existing.GetResourceVersion())
+	want.SetUID(existing.GetUID())
+	if err := c.Update(ctx, want, client.FieldOwner(FieldManager)); err != nil {
+		return "", fmt.Errorf("updating %s %s: %w", kind.CRDKind(), key, err)
 	}
-	return "updated", nil
+	return verbUpdated, nil
 }
 
-// sameDefinition compares what apply sets: labels, annotations and spec.
+// mergeDefinition returns the definition that applying want over the
+// served one should leave: want's spec; for labels and annotations,
+// served's, minus the keys manager set earlier (per served's
+// metadata.managedFields) that want no longer has, plus want's. So keys
+// other tools set — Helm's app.kubernetes.io/managed-by and
+// meta.helm.sh/* ownership metadata when the chart installed the
+// definitions, `kubectl label` — are kept, and a key removed from a
+// definition file is removed from the cluster if apply put it there.
+// A key manager only ever set to the value another tool had set first is
+// not owned by manager (the API server records ownership on change) and
+// is kept.
+func mergeDefinition(served, want client.Object, manager string) client.Object {
+	out := want.DeepCopyObject().(client.Object)
+	ownedLabels, ownedAnnotations := ownedMetadataKeys(served, manager)
+	out.SetLabels(mergeKeys(served.GetLabels(), want.GetLabels(), ownedLabels))
+	out.SetAnnotations(mergeKeys(served.GetAnnotations(), want.GetAnnotations(), ownedAnnotations))
+	return out
+}
+
+// mergeKeys is served without the owned keys, overlaid with want; nil when
+// empty.
+func mergeKeys(served, want map[string]string, owned map[string]bool) map[string]string {
+	out := map[string]string{}
+	for k, v := range served {
+		if !owned[k] {
+			out[k] = v
+		}
+	}
+	for k, v := range want {
+		out[k] = v
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// ownedMetadataKeys returns the label and annotation keys that manager
+// owns in obj's metadata.managedFields (FieldsV1 sets such as
+// {"f:metadata":{"f:labels":{"f:team":{}}}}, any operation, the main
+// resource only). Entries it cannot read own nothing.
+func ownedMetadataKeys(obj client.Object, manager string) (labels, annotations map[string]bool) {
+	labels, annotations = map[string]bool{}, map[string]bool{}
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager != manager || mf.Subresource != "" || mf.FieldsV1 == nil {
+			continue
+		}
+		var set struct {
+			Metadata struct {
+				Labels      map[string]json.RawMessage `json:"f:labels"`
+				Annotations map[string]json.RawMessage `json:"f:annotations"`
+			} `json:"f:metadata"`
+		}
+		if err := json.Unmarshal(mf.FieldsV1.Raw, &set); err != nil {
+			continue
+		}
+		for k := range set.Metadata.Labels {
+			if name, ok := strings.CutPrefix(k, "f:"); ok {
+				labels[name] = true
+			}
+		}
+		for k := range set.Metadata.Annotations {
+			if name, ok := strings.CutPrefix(k, "f:"); ok {
+				annotations[name] = true
+			}
+		}
+	}
+	return labels, annotations
+}
+
+// sameDefinition reports whether a and b agree on what apply sets: labels,
+// annotations (kubectl's last-applied-configuration aside) and spec,
+// compared through their .cue file model (definition.FromObject), so
+// server-set metadata and status never count.
 func sameDefinition(a, b client.Object) bool {
 	view := func(o client.Object) string {
 		f, err := definition.FromObject(o)

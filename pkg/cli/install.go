@@ -112,31 +112,20 @@ func verbCounts(counts map[string]int) string {
 		counts[verbUpdated], verbUpdated, counts[verbUnchanged], verbUnchanged)
 }
 
-// builtinDefinitions reads every .cue file of the definitions folder
-// (definitions.FS) as def apply reads files (decodeDefinitionFile).
+// builtinDefinitions reads the built-in definitions: every .cue file of
+// definitions.FS, read as def apply reads a user's files
+// (readDefinitionTree). A built-in that does not load is oamflow's bug, so
+// the error is not a *UserError.
 func builtinDefinitions() ([]*appfile.Definition, error) {
-	var out []*appfile.Definition
-	err := fs.WalkDir(definitions.FS, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || path.Ext(p) != ".cue" {
-			return err
+	defs, err := readDefinitionTree(definitions.FS)
+	if err != nil {
+		var ue *UserError
+		if errors.As(err, &ue) {
+			err = ue.Err
 		}
-		data, err := fs.ReadFile(definitions.FS, p)
-		if err != nil {
-			return err
-		}
-		defs, err := decodeDefinitionFile(p, data)
-		if err != nil {
-			// A built-in that does not load is oamflow's bug, not the user's.
-			var ue *UserError
-			if errors.As(err, &ue) {
-				err = ue.Err
-			}
-			return fmt.Errorf("built-in definition %s: %w", p, err)
-		}
-		out = append(out, defs...)
-		return nil
-	})
-	return out, err
+		return nil, fmt.Errorf("built-in definitions: %w", err)
+	}
+	return defs, nil
 }
 
 // ensureNamespace creates namespace ns unless it exists.
