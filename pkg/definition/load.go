@@ -150,7 +150,12 @@ func splitFormatted(src []byte) (formattedLayout, bool) {
 				if len(spec) == 0 || len(spec) > 2 {
 					return l, false
 				}
-				if _, err := literal.Unquote(spec[len(spec)-1]); err != nil || !strings.HasPrefix(spec[len(spec)-1], `"`) {
+				// (literal.Unquote panics on a lone quote: check the shape first.)
+				path := spec[len(spec)-1]
+				if len(path) < 2 || path[0] != '"' || path[len(path)-1] != '"' {
+					return l, false
+				}
+				if _, err := literal.Unquote(path); err != nil {
 					return l, false
 				}
 				l.imports = append(l.imports, string(trimmed))

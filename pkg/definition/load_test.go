@@ -111,3 +111,31 @@ func BenchmarkLoadCUE(b *testing.B) {
 		})
 	}
 }
+
+// FuzzLoadCUE checks that LoadCUE never panics and that whenever its fast
+// path reads a file that ParseCUE also reads, both return the same File.
+// (The fast path may read files whose template ParseCUE rejects: template
+// syntax is left to the compiler.)
+func FuzzLoadCUE(f *testing.F) {
+	files, _ := filepath.Glob("../../definitions/*/*.cue")
+	for _, p := range files {
+		if src, err := os.ReadFile(p); err == nil {
+			f.Add(src)
+		}
+	}
+	f.Add([]byte("a: {\n\ttype: \"trait\"\n\tattributes: x: [1, 2.5, \"s\", true, null, {y: \"z\"}]\n}\ntemplate: {\n\tpatch: {}\n}\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		fast, ok := loadFormatted("x.cue", src)
+		if _, err := LoadCUE("x.cue", src); err != nil && ok {
+			t.Fatalf("fast path accepted a file LoadCUE rejects: %v", err)
+		}
+		if !ok {
+			return
+		}
+		slow, err := ParseCUE("x.cue", src)
+		if err != nil {
+			return
+		}
+		assert.Equal(t, slow, fast)
+	})
+}
