@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/multicluster"
@@ -184,4 +185,131 @@ func mustRead(t *testing.T, p string) string {
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// managedBy is a managedFields entry of manager over the main resource
+// (subresource "") or a subresource, owning fieldsV1.
+func managedBy(manager, subresource, fieldsV1 string) metav1.ManagedFieldsEntry {
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource,
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fieldsV1)}}
+}
+
+func TestMergeDefinition(t *testing.T) {
+	const owned = `{"f:metadata":{"f:labels":{".":{},"f:mine":{}},"f:annotations":{".":{},"f:example.com/mine":{}}},"f:spec":{"f:podDisruptive":{}}}`
+	cases := []struct {
+		reason          string
+		served          metav1.ObjectMeta
+		want            metav1.ObjectMeta
+		wantLabels      map[string]string
+		wantAnnotations map[string]string
+	}{
+		{
+			reason:          "no managedFields: the served keys are kept, want's are set over them",
+			served:          metav1.ObjectMeta{Labels: map[string]string{"team": "a", "tier": "old"}, Annotations: map[string]string{"meta.helm.sh/release-name": "oamflow"}},
+			want:            metav1.ObjectMeta{Labels: map[string]string{"tier": "new"}},
+			wantLabels:      map[string]string{"team": "a", "tier": "new"},
+			wantAnnotations: map[string]string{"meta.helm.sh/release-name": "oamflow"},
+		},
+		{
+			reason: "keys the manager set and want no longer has are removed, the others kept",
+			served: metav1.ObjectMeta{
+				Labels:        map[string]string{"mine": "1", "team": "a"},
+				Annotations:   map[string]string{"example.com/mine": "x", "other": "y"},
+				ManagedFields: []metav1.ManagedFieldsEntry{managedBy(FieldManager, "", owned)},
+			},
+			wantLabels:      map[string]string{"team": "a"},
+			wantAnnotations: map[string]string{"other": "y"},
+		},
+		{
+			reason: "a key the manager set and want still has takes want's value",
+			served: metav1.ObjectMeta{
+				Labels:        map[string]string{"mine": "1"},
+				ManagedFields: []metav1.ManagedFieldsEntry{managedBy(FieldManager, "", owned)},
+			},
+			want:       metav1.ObjectMeta{Labels: map[string]string{"mine": "2"}},
+			wantLabels: map[string]string{"mine": "2"},
+		},
+		{
+			reason: "another manager's keys, and the manager's status entries, are not the manager's",
+			served: metav1.ObjectMeta{
+				Labels: map[string]string{"mine": "1"},
+				ManagedFields: []metav1.ManagedFieldsEntry{
+					managedBy("helm", "", owned),
+					managedBy(FieldManager, "status", owned),
+				},
+			},
+			wantLabels: map[string]string{"mine": "1"},
+		},
+		{
+			reason: "an unreadable managedFields entry owns nothing",
+			served: metav1.ObjectMeta{
+				Labels:        map[string]string{"mine": "1"},
+				ManagedFields: []metav1.ManagedFieldsEntry{managedBy(FieldManager, "", `{"f:metadata":`)},
+			},
+			wantLabels: map[string]string{"mine": "1"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			served := &v1beta1.TraitDefinition{ObjectMeta: tc.served, Spec: v1beta1.TraitDefinitionSpec{PodDisruptive: true}}
+			want := &v1beta1.TraitDefinition{ObjectMeta: tc.want, Spec: v1beta1.TraitDefinitionSpec{Stage: "PostDispatch"}}
+			servedBefore, wantBefore := served.DeepCopy(), want.DeepCopy()
+			got := mergeDefinition(served, want, FieldManager).(*v1beta1.TraitDefinition)
+			assert.Equal(t, tc.wantLabels, got.Labels)
+			assert.Equal(t, tc.wantAnnotations, got.Annotations)
+			assert.Equal(t, want.Spec, got.Spec, "the spec is want's")
+			assert.Equal(t, servedBefore, served, "served is not modified")
+			assert.Equal(t, wantBefore, want, "want is not modified")
+		})
+	}
+}
+
+// TestDefApplyMetadata: def apply sets a file's labels and annotations
+// and keeps those another tool added (a second apply of the same file is
+// unchanged and writes nothing); a key removed from the file is removed
+// from the cluster, a key the other tool added stays.
+func TestDefApplyMetadata(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1beta1.AddToScheme(scheme))
+	require.NoError(t, corev1.AddToScheme(scheme))
+	env := envtest.New(t, envtest.WithCRDs("charts/oamflow/crds"), envtest.WithScheme(scheme))
+	kc := kubeconfigFor(t, env)
+	ctx := t.Context()
+	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "oamflow-system"}}))
+	file := func(labels, annotations, description string) string {
+		return writeFile(t, t.TempDir(), "stamp.cue", "stamp: {\n\ttype: \"trait\"\n\tdescription: \""+description+"\"\n\tlabels: {"+labels+"}\n\tannotations: {"+annotations+"}\n}\n"+
+			"template: {\n\tparameter: value: *\"x\" | string\n\tpatch: metadata: labels: stamp: parameter.value\n}\n")
+	}
+	get := func() *v1beta1.TraitDefinition {
+		d := &v1beta1.TraitDefinition{}
+		require.NoError(t, env.Client.Get(ctx, types.NamespacedName{Namespace: "oamflow-system", Name: "stamp"}, d))
+		return d
+	}
+	apply := func(f string) string {
+		out, errOut, code := runOamflow(t, "--kubeconfig", kc, "def", "apply", f)
+		require.Equal(t, ExitOK, code, errOut)
+		return out
+	}
+
+	v1 := file(`tier: "base", owner: "a"`, `"example.com/note": "x"`, "Stamps a label.")
+	assert.Equal(t, "TraitDefinition/stamp created in oamflow-system\n", apply(v1))
+	// kubectl label/annotate traitdefinition stamp …
+	d := get()
+	d.Labels["team"] = "platform"
+	d.Annotations["example.com/other"] = "y"
+	require.NoError(t, env.Client.Update(ctx, d, client.FieldOwner("kubectl-edit")))
+	rv := get().ResourceVersion
+
+	assert.Equal(t, "TraitDefinition/stamp unchanged in oamflow-system\n", apply(v1))
+	assert.Equal(t, rv, get().ResourceVersion, "unchanged: not written")
+
+	assert.Equal(t, "TraitDefinition/stamp updated in oamflow-system\n", apply(file(`tier: "base"`, "", "Stamps a label (v2).")))
+	d = get()
+	assert.Equal(t, map[string]string{"tier": "base", "team": "platform"}, d.Labels)
+	assert.Equal(t, map[string]string{"definition.oam.dev/description": "Stamps a label (v2).", "example.com/other": "y"}, d.Annotations)
+
+	assert.Equal(t, "TraitDefinition/stamp updated in oamflow-system\n", apply(file("", "", "")))
+	d = get()
+	assert.Equal(t, map[string]string{"team": "platform"}, d.Labels)
+	assert.Equal(t, map[string]string{"example.com/other": "y"}, d.Annotations)
 }
