@@ -329,7 +329,12 @@ func newDefApplyCommand(g *GlobalOptions) *cobra.Command {
 		Short: "Install definitions from .cue or YAML files into the cluster",
 		Long: `Create or update the definitions of the files in -n NAMESPACE (default
 oamflow-system, where definitions are visible to every namespace). Every file
-is vetted first; nothing is applied if one is invalid.`,
+is vetted first; nothing is applied if one is invalid.
+
+Like kubectl apply: the spec becomes the file's; the file's labels and
+annotations are set, those other tools set are kept, and a key removed from
+the file is removed from the cluster if def apply had set it. A definition
+the file would not change is not written and is reported unchanged.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			defs, err := readDefinitionFiles(args)

@@ -40,9 +40,11 @@ func newInstallCommand(g *GlobalOptions) *cobra.Command {
   - the system namespace oamflow-system,
   - the built-in ComponentDefinitions, TraitDefinitions, PolicyDefinitions and
     WorkflowStepDefinitions into oamflow-system (skip with --skip-definitions).
-Safe to run again: only what is missing or differs is written (each part
-says how many objects were created, updated and left unchanged), nothing is
-deleted.`,
+Safe to run again, also over definitions the Helm chart installed: only what
+is missing or differs is written (each part says how many objects were
+created, updated and left unchanged), labels and annotations other tools set
+on the definitions (Helm's ownership metadata, kubectl label) are kept, and
+nothing is deleted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.Context()) },
 	}
