@@ -37,7 +37,7 @@ func TestDefVet(t *testing.T) {
 	assert.Equal(t, ExitUserError, code)
 	assert.Contains(t, errOut, "3 of 4 definitions are invalid")
 	assert.Contains(t, out, `✗ `+conflict+`: component "conflict"`)
-	assert.Contains(t, out, `output.data.a: conflicting values "y" and "x" (at `+conflict+`:5:56, `+conflict+`:6:18)`)
+	assert.Contains(t, out, `output.data.a: conflicting values "y" and "x" (at `+conflict+`:5:57, `+conflict+`:6:19)`)
 	assert.Contains(t, out, "a component template defines at least one of output, outputs")
 	assert.Contains(t, out, `health policy "bad-health"`)
 }

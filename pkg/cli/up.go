@@ -28,7 +28,9 @@ import (
 	"github.com/oamflow/oamflow/pkg/multicluster"
 )
 
-// FieldManager is the server-side apply field manager of `oamflow up`.
+// FieldManager is the field manager of the CLI's writes: `oamflow up`'s
+// server-side apply of Applications, and the definitions `def apply`,
+// `install` and `up` create or update.
 const FieldManager = "oamflow-cli"
 
 // defaultPollInterval is how often --wait reads the Application.
