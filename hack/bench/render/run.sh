@@ -11,7 +11,9 @@
 # cmd/oamflow adds to it. The bytes allocated by package init and the
 # number of packages linked barely move with load, unlike times. The machine is shared: the load average is
 # printed with the numbers, and wall times taken under load are not
-# comparable with the target.
+# comparable with the target. Last, it times the floor (see
+# hack/bench/render/floor): what any dry-run of this app costs at least on
+# this machine with the pinned CUE.
 #
 #   hack/bench/render/run.sh            # build bin/oamflow, then measure
 #   RUNS=30 hack/bench/render/run.sh
@@ -49,6 +51,19 @@ echo "definitions in -d folder: $(find "$defs" -name '*.cue' | wc -l) ($(find "$
 cmd=("$BIN" dry-run --offline -f "$APP" -d "$defs")
 "${cmd[@]}" > /dev/null   # check it works (and warm the page cache)
 
+# timeit CMD...: median, min and max wall ms of RUNS runs.
+timeit() {
+  local t=()
+  for _ in $(seq "$RUNS"); do
+    local start end
+    start=$(date +%s%N)
+    "$@" > /dev/null
+    end=$(date +%s%N)
+    t+=($(( (end - start) / 1000000 )))
+  done
+  printf '%s\n' "${t[@]}" | sort -n | awk '{a[NR]=$1} END {printf "median %d ms (min %d, max %d)\n", (NR % 2) ? a[(NR+1)/2] : int((a[NR/2] + a[NR/2+1]) / 2), a[1], a[NR]}'
+}
+
 if command -v hyperfine > /dev/null; then
   hyperfine --warmup 2 --runs "$RUNS" "${cmd[*]}"
   exit 0
@@ -82,4 +97,17 @@ read -r npkg initkb < <(GODEBUG=inittrace=1 "$BIN" version 2>&1 > /dev/null | aw
 echo "package init (GODEBUG=inittrace=1): median $(median "${inits[@]}") ms ($(range "${inits[@]}")), $npkg packages with init work, ${initkb} KiB allocated by init (stable under load); binary $(( $(stat -c %s "$BIN") / 1048576 )) MiB"
 if [ -z "${OAMFLOW:-}" ]; then
   echo "packages linked into cmd/oamflow (go list -deps): $(go list -deps ./cmd/oamflow | wc -l)"
+fi
+# The floor, timed the same way (FLOOR=0 skips it): spawning a process that
+# does nothing, and hack/bench/render/floor, a binary linking only CUE,
+# YAML and the built-ins, starting up and then doing the least CUE work
+# this app needs (compile and evaluate its five templates once each).
+if [ "${FLOOR:-1}" != 0 ]; then
+  floor=$(mktemp)
+  trap 'rm -rf "$defs" "$floor"' EXIT
+  go build -o "$floor" ./hack/bench/render/floor
+  echo "floor: process spawn (/bin/true): $(timeit /bin/true)"
+  echo "floor: lean binary start-up (floor -startup): $(timeit "$floor" -startup)"
+  echo "floor: lean binary + the app's CUE work (floor $APP): $(timeit "$floor" "$APP")"
+  echo "floor: CUE work in-process, cold: $("$floor" -v "$APP" 2>&1 | sed 's/^CUE work: //')"
 fi
