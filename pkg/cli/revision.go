@@ -29,15 +29,16 @@ snapshot of the Application and every definition it used.`,
 }
 
 // listRevisions returns the revisions of Application name in ns, oldest
-// first. With none, a missing Application is the user's error.
-func listRevisions(ctx context.Context, c client.Client, ns, name string) ([]v1beta1.ApplicationRevision, error) {
+// first. With none, a missing Application is the user's error (getApp;
+// nsGiven: ns came from -n).
+func listRevisions(ctx context.Context, c client.Client, ns, name string, nsGiven bool) ([]v1beta1.ApplicationRevision, error) {
 	list := &v1beta1.ApplicationRevisionList{}
 	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{v1beta1.LabelAppName: name}); err != nil {
 		return nil, fmt.Errorf("listing the revisions of Application %s/%s: %w", ns, name, err)
 	}
 	revs := revision.Sorted(name, list.Items)
 	if len(revs) == 0 {
-		if _, err := getApp(ctx, c, ns, name); err != nil {
+		if _, err := getApp(ctx, c, ns, name, nsGiven); err != nil {
 			return nil, err
 		}
 	}
@@ -61,7 +62,7 @@ func newRevisionListCommand(g *GlobalOptions) *cobra.Command {
 				return err
 			}
 			ctx, ns, name := cmd.Context(), g.ResolvedNamespace(), args[0]
-			revs, err := listRevisions(ctx, c, ns, name)
+			revs, err := listRevisions(ctx, c, ns, name, g.Namespace != "")
 			if err != nil {
 				return err
 			}
@@ -142,7 +143,7 @@ used. REVISION is N, vN or <app>-vN; the default is the newest.`,
 				return err
 			}
 			ctx, ns, name := cmd.Context(), g.ResolvedNamespace(), args[0]
-			revs, err := listRevisions(ctx, c, ns, name)
+			revs, err := listRevisions(ctx, c, ns, name, g.Namespace != "")
 			if err != nil {
 				return err
 			}

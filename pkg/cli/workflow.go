@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,16 +40,35 @@ last revision whose workflow succeeded; it deploys as a new revision.`,
 	return cmd
 }
 
-// getApp reads Application name; a missing one is the user's error.
-func getApp(ctx context.Context, c client.Client, ns, name string) (*v1beta1.Application, error) {
+// getApp reads Application ns/name. A missing one is the user's error
+// (appReadError): it suggests -n only when the namespace did not come
+// from -n (nsGiven false).
+func getApp(ctx context.Context, c client.Client, ns, name string, nsGiven bool) (*v1beta1.Application, error) {
 	app := &v1beta1.Application{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, app); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, userErrorf("Application %s/%s not found (set the namespace with -n)", ns, name)
-		}
-		return nil, fmt.Errorf("reading Application %s/%s: %w", ns, name, err)
+		return nil, appReadError(err, "reading", ns, name, nsGiven)
 	}
 	return app, nil
+}
+
+// appWriteError is the error of a failed write of Application ns/name,
+// doing saying what the write was ("updating the workflow status of"). A
+// *UserError (from getApp or operationError) passes through. A write the
+// API server refused because of the object (refusedInput: invalid, or
+// denied by an admission webhook such as oamflow's own, or by an
+// admission policy) is the user's error (exit 1) with the server's message
+// as it gave it, which names the field path. Anything else (conflicts
+// after the retries, RBAC, an unreachable server) is a runtime error
+// (exit 2).
+func appWriteError(err error, doing, ns, name string) error {
+	var ue *UserError
+	switch {
+	case errors.As(err, &ue):
+		return err
+	case refusedInput(err):
+		return userErrorf("%s Application %s/%s: %w", doing, ns, name, err)
+	}
+	return fmt.Errorf("%s Application %s/%s: %w", doing, ns, name, err)
 }
 
 // operationError turns the workflow package's refusals into user errors
@@ -69,12 +87,13 @@ func operationError(app *v1beta1.Application, err error) error {
 }
 
 // updateWorkflowStatus applies op to status.workflow and stores it,
-// retrying when the controller wrote in between.
-func updateWorkflowStatus(ctx context.Context, c client.Client, ns, name string, op func(*v1beta1.Application) error) (*v1beta1.Application, error) {
+// retrying when the controller wrote in between. nsGiven says whether ns
+// came from -n (getApp). Errors are appWriteError's.
+func updateWorkflowStatus(ctx context.Context, c client.Client, ns, name string, nsGiven bool, op func(*v1beta1.Application) error) (*v1beta1.Application, error) {
 	var app *v1beta1.Application
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var err error
-		if app, err = getApp(ctx, c, ns, name); err != nil {
+		if app, err = getApp(ctx, c, ns, name, nsGiven); err != nil {
 			return err
 		}
 		if err := op(app); err != nil {
@@ -83,11 +102,7 @@ func updateWorkflowStatus(ctx context.Context, c client.Client, ns, name string,
 		return c.Status().Update(ctx, app)
 	})
 	if err != nil {
-		var ue *UserError
-		if errors.As(err, &ue) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("updating the workflow status of Application %s/%s: %w", ns, name, err)
+		return nil, appWriteError(err, "updating the workflow status of", ns, name)
 	}
 	return app, nil
 }
@@ -103,7 +118,7 @@ func workflowOp(g *GlobalOptions, use, short, done string, op func(*common.Workf
 				return err
 			}
 			ns := g.ResolvedNamespace()
-			_, err = updateWorkflowStatus(cmd.Context(), c, ns, args[0], func(app *v1beta1.Application) error {
+			_, err = updateWorkflowStatus(cmd.Context(), c, ns, args[0], g.Namespace != "", func(app *v1beta1.Application) error {
 				return op(app.Status.Workflow)
 			})
 			if err != nil {
@@ -135,7 +150,7 @@ func newWorkflowRestartCommand(g *GlobalOptions) *cobra.Command {
 			}
 			ctx, ns, name := cmd.Context(), g.ResolvedNamespace(), args[0]
 			if step != "" {
-				_, err := updateWorkflowStatus(ctx, c, ns, name, func(app *v1beta1.Application) error {
+				_, err := updateWorkflowStatus(ctx, c, ns, name, g.Namespace != "", func(app *v1beta1.Application) error {
 					return workflowops.RestartFrom(app.Status.Workflow, workflowops.GraphOf(app), step)
 				})
 				if err != nil {
@@ -145,7 +160,7 @@ func newWorkflowRestartCommand(g *GlobalOptions) *cobra.Command {
 				return nil
 			}
 			err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				app, err := getApp(ctx, c, ns, name)
+				app, err := getApp(ctx, c, ns, name, g.Namespace != "")
 				if err != nil {
 					return err
 				}
@@ -156,11 +171,7 @@ func newWorkflowRestartCommand(g *GlobalOptions) *cobra.Command {
 				return c.Update(ctx, app)
 			})
 			if err != nil {
-				var ue *UserError
-				if errors.As(err, &ue) {
-					return err
-				}
-				return fmt.Errorf("asking Application %s/%s to restart: %w", ns, name, err)
+				return appWriteError(err, "asking to restart", ns, name)
 			}
 			fmt.Fprintf(g.Out, "Application %s/%s: workflow restart requested\n", ns, name)
 			return nil
@@ -183,7 +194,7 @@ func newWorkflowRollbackCommand(g *GlobalOptions) *cobra.Command {
 			ctx, ns, name := cmd.Context(), g.ResolvedNamespace(), args[0]
 			var target string
 			err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				app, err := getApp(ctx, c, ns, name)
+				app, err := getApp(ctx, c, ns, name, g.Namespace != "")
 				if err != nil {
 					return err
 				}
@@ -213,11 +224,7 @@ func newWorkflowRollbackCommand(g *GlobalOptions) *cobra.Command {
 				return c.Update(ctx, app)
 			})
 			if err != nil {
-				var ue *UserError
-				if errors.As(err, &ue) {
-					return err
-				}
-				return fmt.Errorf("rolling back Application %s/%s: %w", ns, name, err)
+				return appWriteError(err, "rolling back", ns, name)
 			}
 			fmt.Fprintf(g.Out, "Application %s/%s: spec rolled back to revision %s; it deploys as a new revision\n", ns, name, target)
 			return nil
