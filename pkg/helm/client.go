@@ -158,9 +158,21 @@ func (c *Client) install(ctx context.Context, cfg *action.Configuration, req Req
 		return ierr
 	})
 	if err != nil {
+		if renderFailure(err) {
+			// Helm returns the release it meant to create; it was not stored.
+			return Result{}, renderFailed("install", s, d, err)
+		}
 		return Result{Release: infoOf(rel)}, fmt.Errorf("install release %s/%s (chart %s): %w", s.Release.Namespace, s.Release.Name, d.Chart.Ref, err)
 	}
 	return Result{Action: ActionInstalled, Release: infoOf(rel)}, nil
+}
+
+// renderFailed wraps err, a render failure of an install or upgrade
+// (renderFailure), in *RenderError, saying which release and chart, that
+// nothing was changed, and Helm's message.
+func renderFailed(op string, s *Spec, d *desired, err error) error {
+	return fmt.Errorf("%s release %s/%s: chart %s does not render with these values (nothing was applied; fix the values or the chart): %w",
+		op, s.Release.Namespace, s.Release.Name, d.Chart.Ref, &RenderError{Err: err})
 }
 
 // Upgrade upgrades req's release to the desired chart and values, whatever
@@ -202,6 +214,9 @@ func (c *Client) upgrade(ctx context.Context, cfg *action.Configuration, req Req
 		return uerr
 	})
 	if err != nil {
+		if renderFailure(err) {
+			return Result{}, renderFailed("upgrade", s, d, err)
+		}
 		return Result{Release: infoOf(rel)}, fmt.Errorf("upgrade release %s/%s (chart %s): %w", s.Release.Namespace, s.Release.Name, d.Chart.Ref, err)
 	}
 	return Result{Action: ActionUpgraded, Release: infoOf(rel)}, nil

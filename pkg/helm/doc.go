@@ -42,8 +42,13 @@
 //     repaired) deserves a Normal Event (reason HelmReleaseRecovered; the
 //     resource keeper records it, and HelmReleaseFailed Warnings, with
 //     resourcekeeper.WithReleaseEvents); ActionPending means requeue after
-//     Result.RetryAfter. Errors wrapping *ChartError, ErrChartNotFound or
-//     ErrUnsafeChart are terminal for the current spec.
+//     Result.RetryAfter. Errors for which IsTerminal is true are terminal
+//     for the current spec: ErrChartNotFound, ErrUnsafeChart, and
+//     *RenderError (the chart's templates do not render with these
+//     values: a missing `required` value, `fail`, a template error, a
+//     values.schema.json violation; nothing was installed or upgraded).
+//     Other errors, including a *ChartError from a repository that does
+//     not answer, may pass on a retry.
 //  3. Track: record the release as a managed resource with this same
 //     apiVersion/kind/namespace/name (namespace = Spec.Release.Namespace,
 //     name = Spec.Release.Name) on the cluster. Garbage collection of such

@@ -41,6 +41,7 @@ type (
 	ChartFetcher       = helmspec.ChartFetcher
 	ChartFetcherFn     = helmspec.ChartFetcherFn
 	ChartError         = helmspec.ChartError
+	RenderError        = helmspec.RenderError
 	Request            = helmspec.Request
 	ReleaseInfo        = helmspec.ReleaseInfo
 	Health             = helmspec.Health
@@ -74,6 +75,10 @@ var (
 
 // DefaultLimits are the archive limits used when a field is zero.
 var DefaultLimits = helmspec.DefaultLimits
+
+// IsTerminal is helmspec.IsTerminal: err wraps ErrChartNotFound,
+// ErrUnsafeChart or *RenderError, and retrying the same spec cannot help.
+func IsTerminal(err error) bool { return helmspec.IsTerminal(err) }
 
 // IsHelmRelease is helmspec.IsHelmRelease.
 func IsHelmRelease(obj *unstructured.Unstructured) bool { return helmspec.IsHelmRelease(obj) }

@@ -73,7 +73,8 @@ func Template(ctx context.Context, charts ChartFetcher, reader client.Reader, re
 // release name check, dependency conditions/import-values, values schema
 // validation, kubeVersion check, templates rendered without cluster
 // lookups, manifests sorted in Helm's install order, NOTES.txt dropped.
-// The objects are returned as Template describes.
+// The objects are returned as Template describes. A chart that does not
+// render with these values gives an error wrapping *RenderError.
 func RenderChart(s *Spec, d *Desired) ([]*unstructured.Unstructured, error) {
 	var manifest string
 	var hooks []*release.Hook
@@ -83,6 +84,11 @@ func RenderChart(s *Spec, d *Desired) ([]*unstructured.Unstructured, error) {
 		return rerr
 	})
 	if err != nil {
+		if !errors.Is(err, ErrHelmPanic) {
+			// Client-side: no cluster is involved, so every failure here
+			// comes from the chart and its values.
+			err = &RenderError{Err: err}
+		}
 		return nil, fmt.Errorf("render chart %s: %w", d.Chart.Ref, err)
 	}
 	objs, err := ParseManifest(manifest)
