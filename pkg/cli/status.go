@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -682,9 +683,9 @@ type helmRelease struct {
 // row: Name and Namespace are the release's; an empty Namespace searches
 // every namespace) from its record on c: the latest deployed revision,
 // else the latest revision. Each comes back as a row of rel's cluster and
-// component with Release set; namespaced objects without a namespace in
-// the manifest are in the release namespace (the record's). Errors say
-// which record was missing or unreadable.
+// component with Release set and the namespace manifestNamespace gives
+// (the release namespace is the record's). Errors say which record was
+// missing or unreadable.
 func releaseResources(ctx context.Context, c client.Client, rel liveResource) ([]liveResource, error) {
 	list := &corev1.SecretList{}
 	if err := c.List(ctx, list, client.InNamespace(rel.Namespace),
@@ -707,17 +708,37 @@ func releaseResources(ctx context.Context, c client.Client, rel liveResource) ([
 	}
 	out := make([]liveResource, 0, len(objs))
 	for _, o := range objs {
-		ns := o.GetNamespace()
-		if ns == "" {
-			// Unknown kinds count as namespaced; reading them says MISSING.
-			if namespaced, err := c.IsObjectNamespaced(o); err != nil || namespaced {
-				ns = rec.Namespace
-			}
-		}
 		out = append(out, liveResource{Cluster: rel.Cluster, Component: rel.Component, APIVersion: o.GetAPIVersion(),
-			Kind: o.GetKind(), Namespace: ns, Name: o.GetName(), Release: rel.Name})
+			Kind: o.GetKind(), Namespace: manifestNamespace(c, o, rec.Namespace), Name: o.GetName(), Release: rel.Name})
 	}
 	return out, nil
+}
+
+// manifestNamespace is the namespace object o of a Helm manifest lives in,
+// as Helm installs it: for a kind the cluster's RESTMapper (scope) calls
+// namespaced, the manifest's namespace, else the release namespace; for a
+// cluster-scoped kind (ClusterRole, ValidatingWebhookConfiguration, a
+// cluster-scoped CRD's kind) none, even when the manifest sets one (charts
+// often stamp the release namespace on every object; the API server
+// ignores it there). For a kind the cluster does not know, what the
+// manifest says: its scope cannot be told, and reading it says MISSING.
+func manifestNamespace(scope namespaceScoper, o *unstructured.Unstructured, releaseNamespace string) string {
+	namespaced, err := scope.IsObjectNamespaced(o)
+	switch {
+	case err != nil:
+		return o.GetNamespace()
+	case !namespaced:
+		return ""
+	case o.GetNamespace() == "":
+		return releaseNamespace
+	}
+	return o.GetNamespace()
+}
+
+// namespaceScoper tells whether an object's kind is namespaced
+// (controller-runtime's client.Client, through its RESTMapper).
+type namespaceScoper interface {
+	IsObjectNamespaced(obj runtime.Object) (bool, error)
 }
 
 // latestHelmRecord picks, among the records of one release, the deployed

@@ -3,7 +3,11 @@ package cli
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/pkg/testing/envtest"
 )
 
 // TestReleaseState: a Helm release in `status --tree` takes the controller's
@@ -194,4 +199,64 @@ func FuzzDecodeHelmRelease(f *testing.F) {
 		}
 		_, _ = manifestObjects(hr.Manifest)
 	})
+}
+
+// TestReleaseResourcesNamespace: the rows of a Helm release's manifest
+// take their scope from the cluster's RESTMapper. Cluster-scoped objects
+// show no namespace even when the chart stamped one on them (they used to
+// show in the release namespace); namespaced ones without a namespace are
+// in the release namespace; a kind the cluster does not know keeps what
+// the manifest says.
+func TestReleaseResourcesNamespace(t *testing.T) {
+	env := envtest.New(t)
+	ctx := context.Background()
+	const releaseNS = "apps"
+	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: releaseNS}}))
+	cases := []struct {
+		reason                     string
+		apiVersion, kind, name, ns string
+		want                       string
+	}{
+		{reason: "a ClusterRole the chart put in the release namespace",
+			apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", name: "reader", ns: releaseNS, want: ""},
+		{reason: "a ClusterRoleBinding without a namespace",
+			apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", name: "reader", want: ""},
+		{reason: "a ValidatingWebhookConfiguration with a namespace",
+			apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingWebhookConfiguration", name: "hooks", ns: "elsewhere", want: ""},
+		{reason: "a Deployment without a namespace is in the release namespace",
+			apiVersion: "apps/v1", kind: "Deployment", name: "web", want: releaseNS},
+		{reason: "a Deployment with its own namespace stays there",
+			apiVersion: "apps/v1", kind: "Deployment", name: "worker", ns: "jobs", want: "jobs"},
+		{reason: "an unknown kind with a namespace keeps it",
+			apiVersion: "example.com/v1", kind: "Widget", name: "w1", ns: "widgets", want: "widgets"},
+		{reason: "an unknown kind without a namespace keeps none",
+			apiVersion: "example.com/v1", kind: "Widget", name: "w2", want: ""},
+	}
+	var manifest strings.Builder
+	for _, tc := range cases {
+		fmt.Fprintf(&manifest, "---\n# Source: web/templates/%s.yaml\napiVersion: %s\nkind: %s\nmetadata:\n  name: %s\n",
+			strings.ToLower(tc.kind), tc.apiVersion, tc.kind, tc.name)
+		if tc.ns != "" {
+			fmt.Fprintf(&manifest, "  namespace: %s\n", tc.ns)
+		}
+	}
+	rel, err := json.Marshal(map[string]any{"name": "web", "namespace": releaseNS, "version": 1, "manifest": manifest.String()})
+	require.NoError(t, err)
+	require.NoError(t, env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.web.v1", Namespace: releaseNS,
+			Labels: map[string]string{"owner": "helm", "name": "web", "version": "1", "status": "deployed"}},
+		Type: "helm.sh/release.v1",
+		Data: map[string][]byte{"release": helmRecordData(t, string(rel), true)},
+	}))
+
+	rows, err := releaseResources(ctx, env.Client, liveResource{Cluster: "local", Component: "chart", Namespace: releaseNS, Name: "web"})
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r.Kind+"/"+r.Name] = r.Namespace
+	}
+	require.Len(t, got, len(cases))
+	for _, tc := range cases {
+		assert.Equal(t, tc.want, got[tc.kind+"/"+tc.name], tc.reason)
+	}
 }
