@@ -163,9 +163,13 @@ type Template struct {
 	key   string
 	gen   int
 	value cue.Value
-	// params is the template reduced to what `parameter` needs (nil:
-	// not built yet; itself when the reduction does not compile).
-	params *Template
+	// paramsFile is the template reduced to `parameter`, `context` and
+	// what they refer to (see reduceToParameter), nil when it cannot be
+	// reduced or is a component's (see compileLocked). CheckParameter
+	// builds it into params the first time it needs it and evaluates that
+	// instead of the whole template.
+	paramsFile *ast.File
+	params     *Template
 }
 
 // Source returns what the template was compiled from.
@@ -232,6 +236,13 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 		return nil, translate(src, err, "")
 	}
 	t := &Template{src: src, text: text, key: key, gen: e.gen, value: v}
+	// A component's check evaluates the whole template with the context
+	// its rendering uses, and the rendering reuses that evaluation; a
+	// trait, policy or step is rendered with another context (or not at
+	// all), so checking its parameter alone saves an evaluation.
+	if src.Kind != "component" {
+		t.paramsFile = reduceToParameter(file)
+	}
 	e.cache[key] = t
 	return t, nil
 }

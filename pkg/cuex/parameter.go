@@ -12,6 +12,7 @@ import (
 	"cuelang.org/go/cue/ast"
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/format"
+	"cuelang.org/go/cue/literal"
 	"cuelang.org/go/cue/token"
 )
 
@@ -42,6 +43,11 @@ type ParameterCheck struct {
 // `...`), and the template's own `errs`-free constraints on parameter.
 // supplied lists dotted parameter keys that inputs[].parameterKey will fill
 // at run time: missing values at or under them are not errors.
+//
+// For templates other than components' it evaluates only what parameter
+// depends on (see reduceToParameter), not the outputs and patches; a
+// component's check evaluates the whole template, which its rendering with
+// the same context then reuses.
 func (e *Engine) CheckParameter(ctx context.Context, t *Template, props any, cctx map[string]any, supplied []string) (ParameterCheck, error) {
 	if props == nil {
 		props = map[string]any{}
@@ -57,8 +63,7 @@ func (e *Engine) CheckParameter(ctx context.Context, t *Template, props any, cct
 	}
 	var res ParameterCheck
 	schema := t.value.LookupPath(cue.MakePath(cue.Str("parameter")))
-	err := e.Eval(ctx, t, map[string]any{"context": cctx, "parameter": props}, func(v cue.Value) error {
-		pv := v.LookupPath(cue.MakePath(cue.Str("parameter")))
+	inspect := func(pv cue.Value) error {
 		errPaths := map[string]bool{}
 		add := func(path []string, msg string) {
 			k := strings.Join(path, "\x00") + "\x00" + msg
@@ -152,6 +157,16 @@ func (e *Engine) CheckParameter(ctx context.Context, t *Template, props any, cct
 			res.Warnings = append(res.Warnings, FieldError{Path: path, Message: msg + "; the definition ignores it"})
 		})
 		return nil
+	}
+	// The reduced template holds everything parameter depends on, so its
+	// evaluation reports the same problems without evaluating outputs and
+	// patches.
+	et := t
+	if p := e.parameterTemplate(t); p != nil {
+		et = p
+	}
+	err := e.Eval(ctx, et, map[string]any{"context": cctx, "parameter": props}, func(v cue.Value) error {
+		return inspect(v.LookupPath(cue.MakePath(cue.Str("parameter"))))
 	})
 	if err != nil {
 		return ParameterCheck{}, err
@@ -526,6 +541,134 @@ func isDisjunction(v cue.Value) bool {
 			if isDisjunction(a) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// parameterTemplate returns t reduced to what its parameter needs, built
+// on first use; nil when t has no reduction or it does not build (the
+// whole template is checked then).
+func (e *Engine) parameterTemplate(t *Template) *Template {
+	if t.paramsFile == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t.params != nil || t.gen != e.gen {
+		return t.params
+	}
+	var v cue.Value
+	cctx := e.cctx
+	if err := e.runLocked(context.Background(), t.src, t.key, func() error {
+		v = cctx.BuildFile(t.paramsFile)
+		return nil
+	}); err != nil || v.Err() != nil {
+		t.paramsFile = nil
+		return nil
+	}
+	// The text is the whole template's: if the engine's context is ever
+	// replaced, Eval recompiles from it and checks the whole template.
+	t.params = &Template{src: t.src, text: t.text, key: t.key + "/parameter", gen: e.gen, value: v}
+	return t.params
+}
+
+// reduceToParameter returns the part of a prepared template that
+// `parameter` depends on: the imports, fields and let clauses its fields
+// refer to, directly or through each other, and `context` when any of them
+// refers to it. Top-level comprehensions are left out (they add outputs,
+// patches and errs). It returns nil when that cannot be worked out from
+// the syntax: an embedding or a comprehension that may add to parameter,
+// or a label that is not a plain name. Declarations are
+// shared with f, not copied: build the result, never modify it.
+func reduceToParameter(f *ast.File) *ast.File {
+	decls := map[string][]ast.Node{}
+	for _, d := range f.Decls {
+		switch x := d.(type) {
+		case *ast.Field:
+			name, _, err := ast.LabelName(x.Label)
+			if err != nil || name == "" {
+				return nil
+			}
+			decls[name] = append(decls[name], x.Value)
+		case *ast.LetClause:
+			decls[x.Ident.Name] = append(decls[x.Ident.Name], x.Expr)
+		case *ast.Comprehension:
+			// `if ... {errs: ...}`, `for ... {outputs: ...}`: kept out
+			// unless it could add to parameter.
+			if mayAddField(x, "parameter") {
+				return nil
+			}
+		case *ast.ImportDecl, *ast.CommentGroup, *ast.Package, *ast.Attribute:
+		default:
+			return nil
+		}
+	}
+	if len(decls["parameter"]) == 0 {
+		return nil
+	}
+	used := map[string]bool{"parameter": true}
+	queue := append([]ast.Node(nil), decls["parameter"]...)
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		ast.Walk(n, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok && !used[id.Name] {
+				used[id.Name] = true
+				queue = append(queue, decls[id.Name]...)
+			}
+			return true
+		}, nil)
+	}
+	out := &ast.File{Filename: f.Filename}
+	for _, d := range f.Decls {
+		switch x := d.(type) {
+		case *ast.ImportDecl:
+			var specs []*ast.ImportSpec
+			for _, spec := range x.Specs {
+				p, _ := literal.Unquote(spec.Path.Value)
+				if used[importName(spec, p)] {
+					specs = append(specs, spec)
+				}
+			}
+			if len(specs) > 0 {
+				out.Decls = append(out.Decls, &ast.ImportDecl{Import: x.Import, Lparen: x.Lparen, Specs: specs, Rparen: x.Rparen})
+			}
+		case *ast.Field:
+			if name, _, _ := ast.LabelName(x.Label); used[name] {
+				out.Decls = append(out.Decls, x)
+			}
+		case *ast.LetClause:
+			if used[x.Ident.Name] {
+				out.Decls = append(out.Decls, x)
+			}
+		}
+	}
+	return out
+}
+
+// mayAddField reports whether comprehension c could yield a field named
+// label: its body declares it, or holds anything whose fields the syntax
+// does not show (an embedding, a pattern or computed label, `...`).
+func mayAddField(c *ast.Comprehension, label string) bool {
+	body, ok := c.Value.(*ast.StructLit)
+	if !ok {
+		return true
+	}
+	for _, d := range body.Elts {
+		switch x := d.(type) {
+		case *ast.Field:
+			name, _, err := ast.LabelName(x.Label)
+			if err != nil || name == "" || name == label {
+				return true
+			}
+		case *ast.Comprehension:
+			if mayAddField(x, label) {
+				return true
+			}
+		case *ast.LetClause, *ast.CommentGroup, *ast.Attribute:
+		default:
+			return true
 		}
 	}
 	return false
