@@ -141,6 +141,15 @@ func TestDryRunBadInput(t *testing.T) {
 			},
 		},
 		{
+			// Checking the whole template reported `expected an object,
+			// got object {"constraints":"x"}: cycle error` at the trait's
+			// properties.
+			reason: "a wrong-typed list the template iterates over is named, not reported as a cycle",
+			file:   header + "    - {name: web, type: webservice, properties: {image: x}, traits: [{type: topologyspreadconstraints, properties: {constraints: x}}]}\n",
+			code:   ExitUserError,
+			want:   []string{`spec.components[0].traits[0].properties.constraints: expected a list, got string "x"`},
+		},
+		{
 			reason: "a definition whose CUE does not compile",
 			file:   header + "    - {name: web, type: webservice, properties: {image: x}, traits: [{type: broken, properties: {n: 1}}]}\n",
 			args:   []string{"-d", brokenDef},
