@@ -328,6 +328,14 @@ func ParseCUE(filename string, src []byte) (*File, error) {
 	}
 	body, indent := dedent(bodyText)
 	tb.WriteString(body)
+	return h.file(name, filename, tb.String(), importLines, firstBodyLine, indent), nil
+}
+
+// file is the File of a definition with header h named name, read from
+// filename: template holds importLines lines of imports followed by the
+// body, whose first line is line firstBodyLine of the file, dedented by
+// indent bytes.
+func (h headerData) file(name, filename, template string, importLines, firstBodyLine, indent int) *File {
 	return &File{
 		Name:                name,
 		Kind:                Kind(h.Type),
@@ -336,12 +344,12 @@ func ParseCUE(filename string, src []byte) (*File, error) {
 		Annotations:         h.Annotations,
 		Labels:              h.Labels,
 		Attributes:          h.Attributes,
-		Template:            tb.String(),
+		Template:            template,
 		Filename:            filename,
 		TemplateImportLines: importLines,
 		TemplateLineOffset:  firstBodyLine - (importLines + 1),
 		TemplateIndent:      indent,
-	}, nil
+	}
 }
 
 // importName is the identifier an import binds.

@@ -67,20 +67,7 @@ func loadFormatted(filename string, src []byte) (*File, bool) {
 	}
 	body, indent := dedent(string(l.body))
 	tb.WriteString(body)
-	return &File{
-		Name:                l.name,
-		Kind:                Kind(h.Type),
-		Description:         h.Description,
-		Alias:               h.Alias,
-		Annotations:         h.Annotations,
-		Labels:              h.Labels,
-		Attributes:          h.Attributes,
-		Template:            tb.String(),
-		Filename:            filename,
-		TemplateImportLines: l.importLines,
-		TemplateLineOffset:  l.bodyLine - (l.importLines + 1),
-		TemplateIndent:      indent,
-	}, true
+	return h.file(l.name, filename, tb.String(), l.importLines, l.bodyLine, indent), true
 }
 
 // splitFormatted cuts a formatted definition file into its parts by
