@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/render"
 )
 
@@ -145,13 +146,15 @@ func Terminal(err error) error {
 
 // IsTerminal reports whether retrying err is pointless: it was marked with
 // Terminal, or the API server rejected the request as invalid or malformed,
-// or the kind is not served.
+// or the kind is not served, or package helm says the same HelmRelease
+// spec cannot succeed (helm.IsTerminal: chart not found, unsafe chart,
+// templates that do not render with the values).
 func IsTerminal(err error) bool {
 	var te *terminalError
 	switch {
 	case err == nil:
 		return false
-	case errors.As(err, &te):
+	case errors.As(err, &te), helm.IsTerminal(err):
 		return true
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), meta.IsNoMatchError(err), apierrors.IsUnsupportedMediaType(err):
 		return true

@@ -175,18 +175,14 @@ func releaseObject(spec *helm.Spec) (*unstructured.Unstructured, error) {
 	return obj, nil
 }
 
-// chartFailure reports whether err is about the chart itself (not found,
-// refused by a guard): retrying the same spec cannot help.
-func chartFailure(err error) bool {
-	return errors.Is(err, helm.ErrChartNotFound) || errors.Is(err, helm.ErrUnsafeChart)
-}
-
 // install brings the release to the desired state. In an Application's
 // workflow it goes through the Deployer as a virtual HelmRelease, so the
 // release is recorded in the Application's ResourceTracker (deleting the
 // Application, or a revision no longer installing it, uninstalls it);
-// elsewhere it calls Ensure directly. A bad spec or chart fails the step,
-// another operation on the release makes it wait, other errors are retried.
+// elsewhere it calls Ensure directly. A bad spec, a chart that cannot be
+// had or does not render with the values (IsTerminal) fails the step at
+// once, another operation on the release makes it wait, other errors are
+// retried.
 func (h helmProvider) install(ctx context.Context, params map[string]any, rt providertypes.RuntimeParams) (*helmReleaseStatus, error) {
 	if h.c == nil {
 		return nil, fail(rt, errNoHelm.Error())
@@ -206,7 +202,7 @@ func (h helmProvider) install(ctx context.Context, params map[string]any, rt pro
 		case err == nil:
 		case errors.Is(err, helm.ErrOperationInProgress):
 			return nil, wait(rt, fmt.Sprintf("%s: %v", what, err))
-		case IsTerminal(err) || chartFailure(err):
+		case IsTerminal(err):
 			return nil, fail(rt, fmt.Sprintf("%s: %v", what, err))
 		default:
 			return nil, fmt.Errorf("%s: %w", what, err)
@@ -217,7 +213,7 @@ func (h helmProvider) install(ctx context.Context, params map[string]any, rt pro
 		case err == nil:
 		case res.Action == helm.ActionPending || errors.Is(err, helm.ErrOperationInProgress):
 			return nil, wait(rt, fmt.Sprintf("%s: %v", what, err))
-		case chartFailure(err):
+		case IsTerminal(err):
 			return nil, fail(rt, fmt.Sprintf("%s: %v", what, err))
 		default:
 			return nil, fmt.Errorf("%s: %w", what, err)
@@ -274,7 +270,7 @@ func (h helmProvider) template(ctx context.Context, params map[string]any, rt pr
 	objs, err := h.c.Template(ctx, req)
 	if err != nil {
 		var ce *helm.ChartError
-		if chartFailure(err) || !errors.As(err, &ce) {
+		if helm.IsTerminal(err) || !errors.As(err, &ce) {
 			// Not found, unsafe, or a chart that does not render with
 			// these values: the same spec fails the same way again.
 			return nil, fail(rt, fmt.Sprintf("rendering helm release %s/%s: %v", req.Spec.Release.Namespace, req.Spec.Release.Name, err))

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
+	wftypes "github.com/kubevela/workflow/pkg/types"
 	providertypes "github.com/kubevela/workflow/pkg/providers/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -135,6 +137,9 @@ func TestHelmInstallStep(t *testing.T) {
 		applyErr  error
 		status    func(n int) helm.Health
 		wantPhase wfv1alpha1.WorkflowStepPhase
+		// wantReason, when set, is the step's reason: Action (failed for
+		// good) or Execute (failed, to be retried: the run goes on).
+		wantReason string
 		// wantMessage is contained in the step message.
 		wantMessage string
 		// golden names testdata/helm-install/<golden>.golden.yaml: the HelmRelease handed to the Deployer.
@@ -169,6 +174,13 @@ func TestHelmInstallStep(t *testing.T) {
 		{reason: "a chart that does not exist fails the step",
 			props: simple, applyErr: fmt.Errorf("HelmRelease default/web: chart %q in repository x: %w", "simpel", helm.ErrChartNotFound),
 			wantPhase: failed, wantMessage: "chart not found"},
+		{reason: "a chart that does not render with the values fails the step at once",
+			props: simple, applyErr: fmt.Errorf("HelmRelease default/web: install release default/web: chart simple: %w",
+				&helm.RenderError{Err: errors.New("execution error at (simple/templates/deployment.yaml:5:14): image.tag is required")}),
+			wantPhase: failed, wantReason: wftypes.StatusReasonAction, wantMessage: "execution error at (simple/templates/deployment.yaml:5:14): image.tag is required"},
+		{reason: "a repository that does not answer is retried",
+			props: simple, applyErr: fmt.Errorf("HelmRelease default/web: %w", &helm.ChartError{Err: errors.New("GET https://charts.example/index.yaml: connection refused")}),
+			wantPhase: failed, wantReason: wftypes.StatusReasonExecute, wantMessage: "connection refused"},
 		{reason: "an operation in progress makes it wait",
 			props: simple, applyErr: fmt.Errorf("release default/web is pending-upgrade: %w", helm.ErrOperationInProgress),
 			wantPhase: running, wantMessage: "another operation on the release is in progress"},
@@ -191,6 +203,10 @@ func TestHelmInstallStep(t *testing.T) {
 			st := res.Status.Steps[0]
 			assert.Equal(t, tc.wantPhase, st.Phase, st.Message)
 			assert.Contains(t, st.Message, tc.wantMessage)
+			if tc.wantReason != "" {
+				assert.Equal(t, tc.wantReason, st.Reason)
+				assert.Equal(t, tc.wantReason == wftypes.StatusReasonAction, res.Status.Finished, "only a failure for good ends the run")
+			}
 			if tc.golden == "" {
 				return
 			}
@@ -237,6 +253,14 @@ parameter: {}
 		assert.Equal(t, "local", stub.ensured[0].Cluster)
 		assert.Equal(t, 1, out.Release.Revision)
 		assert.True(t, out.Healthy)
+	})
+
+	t.Run("InstallWithoutDeployerRenderErrorFails", func(t *testing.T) {
+		stub := &helmStub{ensureErr: fmt.Errorf("install release shop/web: %w", &helm.RenderError{Err: errors.New("execution error at (x): db.host is required")})}
+		rt := testRuntimeParams()
+		_, err := helmProvider{c: stub}.install(context.Background(), map[string]any{"release": map[string]any{"name": "web"}, "chart": map[string]any{"source": "required"}}, rt)
+		require.Error(t, err)
+		assert.Contains(t, rt.Action.(*helmTestAction).failed, "db.host is required")
 	})
 
 	t.Run("InstallWithoutDeployerChartNotFoundFails", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -26,6 +27,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/render"
 )
 
@@ -290,7 +292,10 @@ func applyOne(ctx context.Context, run *runValues, comp Component, p componentPa
 // noteFailedApply records the component as unhealthy in status.services
 // after a failed apply, with its health checker's message (e.g. a Helm
 // chart that does not exist) or else the apply error, so that the
-// component says what is wrong and not only the step. A failing health
+// component says what is wrong and not only the step. A Helm chart that
+// does not render with the values (*helm.RenderError) always gets the
+// apply error: the health checker reads the stored release, which knows
+// nothing of it ("not found", or the previous revision). A failing health
 // check records nothing.
 func noteFailedApply(ctx context.Context, run *runValues, req ComponentRequest, res []render.Resource, applyErr error) {
 	h, err := run.deployer.Health(ctx, req, res)
@@ -298,7 +303,8 @@ func noteFailedApply(ctx context.Context, run *runValues, req ComponentRequest, 
 		return
 	}
 	h.Status.Name = req.Name
-	if h.Status.Healthy || h.Status.Message == "" {
+	var renderErr *helm.RenderError
+	if h.Status.Healthy || h.Status.Message == "" || errors.As(applyErr, &renderErr) {
 		h.Status.Healthy = false
 		h.Status.Message = "apply failed: " + applyErr.Error()
 	}
