@@ -12,8 +12,8 @@ import (
 	"time"
 
 	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
-	wftypes "github.com/kubevela/workflow/pkg/types"
 	providertypes "github.com/kubevela/workflow/pkg/providers/types"
+	wftypes "github.com/kubevela/workflow/pkg/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
