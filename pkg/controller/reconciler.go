@@ -280,6 +280,9 @@ type scope struct {
 
 	requeue time.Duration
 	stop    bool
+	// stale: the Application read was older than the API server's
+	// (workflow); reconcile again from a fresh read, writing nothing.
+	stale bool
 }
 
 func (s *scope) requeueAfter(d time.Duration) {
@@ -322,6 +325,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			if err := r.patchStatus(ctx, s); err != nil {
 				log.Error(err, "patching status after a panic")
 			}
+			return
+		}
+		if s.stale && retErr == nil {
+			res = ctrl.Result{Requeue: true}
 			return
 		}
 		r.summarize(s, retErr)
@@ -591,6 +598,25 @@ func (r *Reconciler) render(ctx context.Context, s *scope) error {
 func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) error {
 	app := s.app
 	st := app.Status.Workflow
+	if s.startsRun() && !s.restart {
+		// A run starts on what the cache says; the cache can lag behind
+		// this controller's own last status write (the reconcile queued by
+		// prepare's finalizer patch runs right after the one that finished
+		// the workflow). Starting a run on such a stale read repeats its
+		// side effects (e.g. one more Helm upgrade of a failed release)
+		// before the optimistic status patch is refused, so the API
+		// server is asked first: one read per new run.
+		live := &v1beta1.Application{}
+		if err := r.direct.Get(ctx, client.ObjectKeyFromObject(app), live); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if live.ResourceVersion != app.ResourceVersion {
+			s.log.V(1).Info("stale read of the Application; not starting a workflow run", "cached", app.ResourceVersion, "live", live.ResourceVersion)
+			s.stale = true
+			s.stop = true
+			return nil
+		}
+	}
 	if s.startsRun() {
 		// A first run has no state to forget (the context ConfigMap of a
 		// deleted namesake went with it): no request.
