@@ -70,20 +70,26 @@ func (w *writeRecorder) client(c client.WithWatch) client.Client {
 	})
 }
 
+// installEnv starts an API server with no CRDs (install brings them) and
+// returns it, a client for it, and a recorder to wrap that client in.
+func installEnv(t *testing.T) (*envtest.Environment, client.WithWatch, *writeRecorder) {
+	t.Helper()
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, apiextensionsv1.AddToScheme(s))
+	require.NoError(t, v1beta1.AddToScheme(s))
+	env := envtest.New(t, envtest.WithScheme(s))
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: s})
+	require.NoError(t, err)
+	return env, wc, &writeRecorder{}
+}
+
 // TestInstallTwice: `oamflow install` on a cluster where it already ran
 // reports everything unchanged and writes nothing (it used to report
 // definitions as updated and rewrote every CRD); a definition or CRD
 // changed on the server is put back and reported as updated.
 func TestInstallTwice(t *testing.T) {
-	s := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(s))
-	require.NoError(t, apiextensionsv1.AddToScheme(s))
-	require.NoError(t, v1beta1.AddToScheme(s))
-	// No CRDs: install brings them.
-	env := envtest.New(t, envtest.WithScheme(s))
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: s})
-	require.NoError(t, err)
-	rec := &writeRecorder{}
+	env, wc, rec := installEnv(t)
 	c := rec.client(wc)
 	ctx := context.Background()
 
@@ -190,14 +196,7 @@ func definitionVersions(t *testing.T, c client.Client) map[string]string {
 // reported updated and Helm's ownership metadata was stripped, so the
 // next `helm upgrade` refused the objects.)
 func TestInstallOverOthersMetadata(t *testing.T) {
-	s := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(s))
-	require.NoError(t, apiextensionsv1.AddToScheme(s))
-	require.NoError(t, v1beta1.AddToScheme(s))
-	env := envtest.New(t, envtest.WithScheme(s))
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: s})
-	require.NoError(t, err)
-	rec := &writeRecorder{}
+	_, wc, rec := installEnv(t)
 	c := rec.client(wc)
 	ctx := context.Background()
 
