@@ -578,11 +578,12 @@ func (e *Engine) parameterTemplate(t *Template) *Template {
 // refer to, directly or through each other, and `context` when any of them
 // refers to it. Top-level comprehensions are left out (they add outputs,
 // patches and errs). It returns nil when that cannot be worked out from
-// the syntax: an embedding or a comprehension that may add to parameter,
-// or a label that is not a plain name. Declarations are
+// the syntax: an embedding, a comprehension that may add to parameter or
+// to anything it depends on, or a label that is not a plain name. Declarations are
 // shared with f, not copied: build the result, never modify it.
 func reduceToParameter(f *ast.File) *ast.File {
 	decls := map[string][]ast.Node{}
+	var comprehensions []*ast.Comprehension
 	for _, d := range f.Decls {
 		switch x := d.(type) {
 		case *ast.Field:
@@ -595,10 +596,8 @@ func reduceToParameter(f *ast.File) *ast.File {
 			decls[x.Ident.Name] = append(decls[x.Ident.Name], x.Expr)
 		case *ast.Comprehension:
 			// `if ... {errs: ...}`, `for ... {outputs: ...}`: kept out
-			// unless it could add to parameter.
-			if mayAddField(x, "parameter") {
-				return nil
-			}
+			// unless it adds to what parameter depends on (checked below).
+			comprehensions = append(comprehensions, x)
 		case *ast.ImportDecl, *ast.CommentGroup, *ast.Package, *ast.Attribute:
 		default:
 			return nil
@@ -619,6 +618,11 @@ func reduceToParameter(f *ast.File) *ast.File {
 			}
 			return true
 		}, nil)
+	}
+	for _, c := range comprehensions {
+		if mayAddField(c, used) {
+			return nil
+		}
 	}
 	out := &ast.File{Filename: f.Filename}
 	for _, d := range f.Decls {
@@ -647,10 +651,11 @@ func reduceToParameter(f *ast.File) *ast.File {
 	return out
 }
 
-// mayAddField reports whether comprehension c could yield a field named
-// label: its body declares it, or holds anything whose fields the syntax
-// does not show (an embedding, a pattern or computed label, `...`).
-func mayAddField(c *ast.Comprehension, label string) bool {
+// mayAddField reports whether comprehension c could yield a top-level
+// field named by one of labels: its body declares one, or holds anything
+// whose fields the syntax does not show (an embedding, a pattern or
+// computed label, `...`).
+func mayAddField(c *ast.Comprehension, labels map[string]bool) bool {
 	body, ok := c.Value.(*ast.StructLit)
 	if !ok {
 		return true
@@ -659,11 +664,11 @@ func mayAddField(c *ast.Comprehension, label string) bool {
 		switch x := d.(type) {
 		case *ast.Field:
 			name, _, err := ast.LabelName(x.Label)
-			if err != nil || name == "" || name == label {
+			if err != nil || name == "" || labels[name] {
 				return true
 			}
 		case *ast.Comprehension:
-			if mayAddField(x, label) {
+			if mayAddField(x, labels) {
 				return true
 			}
 		case *ast.LetClause, *ast.CommentGroup, *ast.Attribute:

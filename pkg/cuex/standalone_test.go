@@ -31,6 +31,7 @@ func TestReduceToParameter(t *testing.T) {
 		{"let clauses", "let N = 3\nparameter: n: *N | int", []string{"let N", "parameter"}},
 		{"a comprehension that adds to parameter", "parameter: a: bool\nif parameter.a {parameter: b: string}", nil},
 		{"comprehensions that add outputs are left out", "parameter: a: bool\nif parameter.a {outputs: x: {}}\nfor k, v in parameter {if v {errs: [k]}}", []string{"parameter"}},
+		{"a comprehension that adds to a definition parameter uses", "#Port: port: int\nparameter: ports: [...#Port]\nif true {#Port: name: string}", nil},
 		{"a comprehension embedding a reference may add anything", "#P: parameter: b: string\nparameter: a: bool\nif parameter.a {#P}", nil},
 		{"an embedding may add to parameter", "{parameter: b: string}\nparameter: a: bool", nil},
 		{"no parameter", "output: {}", nil},
