@@ -87,6 +87,8 @@ func (c chain) Get(ctx context.Context, kind DefinitionKind, name string) (*Defi
 type LocalSource struct {
 	mu      sync.Mutex
 	entries map[DefinitionKind]map[string]*localEntry
+	// skipped are the files inside folders that could not be indexed.
+	skipped []error
 }
 
 type localEntry struct {
@@ -131,12 +133,24 @@ func NewLocalSource(paths ...string) (*LocalSource, error) {
 		}
 		sort.Strings(files)
 		for _, fp := range files {
+			// A file found in a folder that cannot even be indexed (its
+			// name and kind unreadable) is skipped, not fatal: an app
+			// that does not use it must still render. Skipped says which.
 			if err := s.addOS(fp); err != nil {
-				return nil, err
+				s.skipped = append(s.skipped, err)
 			}
 		}
 	}
 	return s, nil
+}
+
+// Skipped returns the errors of the files found in folders that could not
+// be indexed (each names its file), in the order they were read. Files
+// named directly are never skipped: NewLocalSource fails on them.
+func (s *LocalSource) Skipped() []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]error(nil), s.skipped...)
 }
 
 // NewFSSource indexes the definition files under root of fsys (walked

@@ -63,6 +63,27 @@ func TestLocalSource(t *testing.T) {
 	assert.ErrorContains(t, err, "bad-header.cue")
 }
 
+// TestLocalSourceSkipsUnreadableFiles: a file in a folder whose name and
+// kind cannot be read does not stop the others from loading (found by a
+// tester: a syntax error in an unused, space-indented file failed the
+// whole dry-run); Skipped names it. A file named directly still fails.
+func TestLocalSourceSkipsUnreadableFiles(t *testing.T) {
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "broken.cue")
+	require.NoError(t, os.WriteFile(broken, []byte("x: {type: \"trait\"\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "good.cue"), []byte("good: {\n    type: \"trait\"\n}\ntemplate: {\n    patch: {}\n}\n"), 0o644))
+	src, err := NewLocalSource(dir)
+	require.NoError(t, err)
+	_, err = src.Get(context.Background(), KindTrait, "good")
+	require.NoError(t, err)
+	skipped := src.Skipped()
+	require.Len(t, skipped, 1)
+	assert.ErrorContains(t, skipped[0], broken)
+
+	_, err = NewLocalSource(broken)
+	assert.ErrorContains(t, err, broken, "a file named directly is not skipped")
+}
+
 func TestFSSourceAndChain(t *testing.T) {
 	ctx := context.Background()
 	fsys := fstest.MapFS{

@@ -127,7 +127,7 @@ func (o *dryRunOptions) run(ctx context.Context, out, errOut io.Writer) error {
 		fmt.Fprintf(errOut, "Warning: %d standalone Policy and %d Workflow object(s) ignored; pass --merge to fold them into the Application\n", len(in.policies), len(in.workflows))
 	}
 
-	src, err := o.source(in)
+	src, err := o.source(in, errOut)
 	if err != nil {
 		return err
 	}
@@ -164,12 +164,15 @@ func (o *dryRunOptions) run(ctx context.Context, out, errOut io.Writer) error {
 
 // source builds the definition source: -d and -f definitions first, then
 // the cluster (unless offline), then the built-ins.
-func (o *dryRunOptions) source(in *dryRunInputs) (appfile.DefinitionSource, error) {
+func (o *dryRunOptions) source(in *dryRunInputs, errOut io.Writer) (appfile.DefinitionSource, error) {
 	var chain []appfile.DefinitionSource
 	if len(o.defs) > 0 {
 		local, err := appfile.NewLocalSource(o.defs...)
 		if err != nil {
 			return nil, &UserError{Err: err}
+		}
+		for _, err := range local.Skipped() {
+			fmt.Fprintf(errOut, "Warning: skipped a definition file that cannot be read: %v\n", err)
 		}
 		chain = append(chain, local)
 	}

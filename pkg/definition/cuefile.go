@@ -125,6 +125,8 @@ func scanLines(src []byte) (string, Kind, bool) {
 	var kind Kind
 	headers := 0
 	inHeader := false
+	var unit []byte   // the header's indentation, from its first indented line
+	inString := false // inside a multi-line string ("""...""" or '''...''')
 	for off := 0; off < len(src); {
 		end := bytes.IndexByte(src[off:], '\n')
 		if end < 0 {
@@ -135,12 +137,22 @@ func scanLines(src []byte) (string, Kind, bool) {
 		line := src[off:end]
 		off = end + 1
 		if inHeader {
+			if n := bytes.Count(line, []byte(`"""`)) + bytes.Count(line, []byte("'''")); n%2 == 1 {
+				inString = !inString
+				continue
+			}
+			if inString {
+				continue
+			}
 			if bytes.HasPrefix(line, []byte("}")) {
 				inHeader = false
 				continue
 			}
 			t := bytes.TrimLeft(line, " \t")
-			if kind == "" && len(line)-len(t) <= 2 && bytes.HasPrefix(t, []byte("type:")) {
+			if unit == nil && len(t) > 0 {
+				unit = line[:len(line)-len(t)]
+			}
+			if kind == "" && bytes.Equal(line[:len(line)-len(t)], unit) && bytes.HasPrefix(t, []byte("type:")) {
 				v := bytes.TrimSpace(t[len("type:"):])
 				if len(v) > 2 && v[0] == '"' && v[len(v)-1] == '"' && Kind(v[1:len(v)-1]).Valid() {
 					kind = Kind(v[1 : len(v)-1])

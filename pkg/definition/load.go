@@ -66,6 +66,12 @@ func loadFormatted(filename string, src []byte) (*File, bool) {
 		tb.WriteByte('\n')
 	}
 	body, indent := dedent(string(l.body))
+	if hasImportLine(body) {
+		// An import inside `template: {...}` is a syntax error in the
+		// file (ParseCUE reports it) but would pass once the body stands
+		// alone.
+		return nil, false
+	}
 	tb.WriteString(body)
 	return h.file(l.name, filename, tb.String(), l.importLines, l.bodyLine, indent), true
 }
@@ -129,6 +135,9 @@ func splitFormatted(src []byte) (formattedLayout, bool) {
 			case !col0:
 				return l, false
 			case bytes.HasPrefix(trimmed, []byte("//")):
+			case bytes.HasPrefix(trimmed, []byte("import")) && (headers > 0 || templates > 0):
+				// Imports come first in CUE; ParseCUE says so.
+				return l, false
 			case string(trimmed) == "import (":
 				state, blockStart = inImports, off
 			case bytes.HasPrefix(trimmed, []byte("import ")):
@@ -195,6 +204,11 @@ func literalData(x ast.Expr) (any, bool) {
 		for _, d := range x.Elts {
 			f, ok := d.(*ast.Field)
 			if !ok || len(f.Attrs) > 0 || f.Constraint != token.ILLEGAL {
+				return nil, false
+			}
+			switch f.Label.(type) {
+			case *ast.Ident, *ast.BasicLit:
+			default: // an alias (X=label), a pattern or a computed label
 				return nil, false
 			}
 			name, _, err := ast.LabelName(f.Label)
@@ -302,4 +316,15 @@ func headerFromData(m map[string]any) (headerData, bool) {
 		h.Attributes = a
 	}
 	return h, true
+}
+
+// hasImportLine reports whether a dedented template body has a line at
+// its top level that starts an import declaration.
+func hasImportLine(body string) bool {
+	for _, line := range strings.Split(body, "\n") {
+		if rest, ok := strings.CutPrefix(line, "import"); ok && (rest == "" || strings.ContainsAny(rest[:1], " \t(\"")) {
+			return true
+		}
+	}
+	return false
 }

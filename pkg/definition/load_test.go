@@ -55,6 +55,11 @@ func TestLoadCUEFallsBack(t *testing.T) {
 		{"no template", "a: {\n\ttype: \"trait\"\n}\n"},
 		{"bad kind", "a: {\n\ttype: \"widget\"\n}\n" + tmpl},
 		{"annotation not a string", "a: {\n\ttype: \"trait\"\n\tannotations: x: 1\n}\n" + tmpl},
+		// Found by a tester: each loaded through the fast path although
+		// ParseCUE (and so def vet) rejects the file.
+		{"an import inside the template block", "a: {\n\ttype: \"trait\"\n}\ntemplate: {\n\timport \"strings\"\n\n\tpatch: metadata: name: strings.ToLower(\"A\")\n}\n"},
+		{"an import after the header", "a: {\n\ttype: \"trait\"\n}\n\nimport \"strings\"\n\n" + tmpl},
+		{"an unreferenced alias in the header", "a: {\n\ttype: \"trait\"\n\tX=attributes: {podDisruptive: true}\n}\n" + tmpl},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
