@@ -101,7 +101,8 @@ type localEntry struct {
 
 // NewLocalSource indexes the given files and folders (walked recursively).
 // Files other than .cue, .yaml, .yml and .json are skipped inside folders
-// and an error when named directly.
+// and an error when named directly; so are definition files whose name and
+// kind cannot be read (see Skipped).
 func NewLocalSource(paths ...string) (*LocalSource, error) {
 	s := &LocalSource{entries: map[DefinitionKind]map[string]*localEntry{}}
 	for _, p := range paths {
