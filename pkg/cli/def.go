@@ -375,10 +375,11 @@ the file would not change is not written and is reported unchanged.`,
 // applyDefinition creates obj in ns, or updates the definition of that
 // name there when applying obj would change it, as `kubectl apply` does:
 // the spec becomes obj's; obj's labels and annotations are set while those
-// other tools set are kept (mergeDefinition). It returns verbCreated,
-// verbUpdated or verbUnchanged; unchanged means no write at all (the
-// object and its resourceVersion stay as they were). Writes are made as
-// field manager FieldManager.
+// other tools set are kept, and the rest of the served metadata
+// (finalizers, ownerReferences, …) stays as served (mergeDefinition). It
+// returns verbCreated, verbUpdated or verbUnchanged; unchanged means no
+// write at all (the object and its resourceVersion stay as they were).
+// Writes are made as field manager FieldManager.
 func applyDefinition(ctx context.Context, c client.Client, obj client.Object, ns string) (string, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -404,8 +405,6 @@ func applyDefinition(ctx context.Context, c client.Client, obj client.Object, ns
 	if sameDefinition(existing, want) {
 		return verbUnchanged, nil
 	}
-	want.SetResourceVersion(existing.GetResourceVersion())
-	want.SetUID(existing.GetUID())
 	if err := c.Update(ctx, want, client.FieldOwner(FieldManager)); err != nil {
 		return "", fmt.Errorf("updating %s %s: %w", kind.CRDKind(), key, err)
 	}
@@ -423,8 +422,28 @@ func applyDefinition(ctx context.Context, c client.Client, obj client.Object, ns
 // A key manager only ever set to the value another tool had set first is
 // not owned by manager (the API server records ownership on change) and
 // is kept.
+//
+// The rest of the metadata is served's, as a definition file sets only
+// name, namespace, labels and annotations: finalizers and ownerReferences
+// other clients set (dropping them would let the garbage collector or a
+// deletion go ahead behind their back), generateName, the uid and
+// resourceVersion the update is checked against, creation and deletion
+// timestamps, generation. managedFields are left empty so that the API
+// server keeps its own record.
 func mergeDefinition(served, want client.Object, manager string) client.Object {
 	out := want.DeepCopyObject().(client.Object)
+	served = served.DeepCopyObject().(client.Object) // out shares nothing with served
+	out.SetGenerateName(served.GetGenerateName())
+	out.SetSelfLink(served.GetSelfLink())
+	out.SetUID(served.GetUID())
+	out.SetResourceVersion(served.GetResourceVersion())
+	out.SetGeneration(served.GetGeneration())
+	out.SetCreationTimestamp(served.GetCreationTimestamp())
+	out.SetDeletionTimestamp(served.GetDeletionTimestamp())
+	out.SetDeletionGracePeriodSeconds(served.GetDeletionGracePeriodSeconds())
+	out.SetOwnerReferences(served.GetOwnerReferences())
+	out.SetFinalizers(served.GetFinalizers())
+	out.SetManagedFields(nil)
 	ownedLabels, ownedAnnotations := ownedMetadataKeys(served, manager)
 	out.SetLabels(mergeKeys(served.GetLabels(), want.GetLabels(), ownedLabels))
 	out.SetAnnotations(mergeKeys(served.GetAnnotations(), want.GetAnnotations(), ownedAnnotations))

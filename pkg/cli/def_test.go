@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -248,6 +249,21 @@ func TestMergeDefinition(t *testing.T) {
 			},
 			wantLabels: map[string]string{"mine": "1"},
 		},
+		{
+			reason: "the rest of the metadata is served's: finalizers, ownerReferences, uid, resourceVersion, timestamps",
+			served: metav1.ObjectMeta{
+				Finalizers:                 []string{"example.com/keep"},
+				OwnerReferences:            []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "u-1"}},
+				UID:                        "u-2",
+				ResourceVersion:            "7",
+				Generation:                 3,
+				GenerateName:               "stamp-",
+				CreationTimestamp:          metav1.Unix(1, 0),
+				DeletionTimestamp:          &metav1.Time{Time: metav1.Unix(2, 0).Time},
+				DeletionGracePeriodSeconds: new(int64),
+				ManagedFields:              []metav1.ManagedFieldsEntry{managedBy("helm", "", owned)},
+			},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -258,6 +274,9 @@ func TestMergeDefinition(t *testing.T) {
 			assert.Equal(t, tc.wantLabels, got.Labels)
 			assert.Equal(t, tc.wantAnnotations, got.Annotations)
 			assert.Equal(t, want.Spec, got.Spec, "the spec is want's")
+			wantMeta := served.ObjectMeta.DeepCopy()
+			wantMeta.Labels, wantMeta.Annotations, wantMeta.ManagedFields = tc.wantLabels, tc.wantAnnotations, nil
+			assert.Equal(t, *wantMeta, got.ObjectMeta, "the rest of the metadata is served's, managedFields left to the API server")
 			assert.Equal(t, servedBefore, served, "served is not modified")
 			assert.Equal(t, wantBefore, want, "want is not modified")
 		})
@@ -267,7 +286,9 @@ func TestMergeDefinition(t *testing.T) {
 // TestDefApplyMetadata: def apply sets a file's labels and annotations
 // and keeps those another tool added (a second apply of the same file is
 // unchanged and writes nothing); a key removed from the file is removed
-// from the cluster, a key the other tool added stays.
+// from the cluster, a key the other tool added stays. The finalizers and
+// ownerReferences another client set, and the rest of the metadata, are
+// kept by an update that changes the spec.
 func TestDefApplyMetadata(t *testing.T) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, v1beta1.AddToScheme(scheme))
@@ -276,9 +297,13 @@ func TestDefApplyMetadata(t *testing.T) {
 	kc := kubeconfigFor(t, env)
 	ctx := t.Context()
 	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "oamflow-system"}}))
-	file := func(labels, annotations, description string) string {
+	// fileWith is the stamp trait with the parameter's default value.
+	fileWith := func(labels, annotations, description, value string) string {
 		return writeFile(t, t.TempDir(), "stamp.cue", "stamp: {\n\ttype: \"trait\"\n\tdescription: \""+description+"\"\n\tlabels: {"+labels+"}\n\tannotations: {"+annotations+"}\n}\n"+
-			"template: {\n\tparameter: value: *\"x\" | string\n\tpatch: metadata: labels: stamp: parameter.value\n}\n")
+			"template: {\n\tparameter: value: *\""+value+"\" | string\n\tpatch: metadata: labels: stamp: parameter.value\n}\n")
+	}
+	file := func(labels, annotations, description string) string {
+		return fileWith(labels, annotations, description, "x")
 	}
 	get := func() *v1beta1.TraitDefinition {
 		d := &v1beta1.TraitDefinition{}
@@ -312,4 +337,51 @@ func TestDefApplyMetadata(t *testing.T) {
 	d = get()
 	assert.Equal(t, map[string]string{"team": "platform"}, d.Labels)
 	assert.Equal(t, map[string]string{"example.com/other": "y"}, d.Annotations)
+
+	// Another client gives the definition a finalizer and an owner (kubectl
+	// patch traitdefinition stamp --type merge -p '{"metadata":{"finalizers":…,"ownerReferences":…}}');
+	// def apply of a changed file keeps them, and the rest of the metadata.
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "oamflow-system", Name: "owner"}}
+	require.NoError(t, env.Client.Create(ctx, owner))
+	const finalizer = "example.com/keep"
+	ownerRefs := []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}}
+	d = get()
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Finalizers = []string{finalizer}
+	d.OwnerReferences = ownerRefs
+	require.NoError(t, env.Client.Patch(ctx, d, patch, client.FieldOwner("kubectl-patch")))
+	t.Cleanup(func() { // so that the namespace can go
+		d := &v1beta1.TraitDefinition{}
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: "oamflow-system", Name: "stamp"}, d); err != nil {
+			return
+		}
+		patch := client.MergeFrom(d.DeepCopy())
+		d.Finalizers = nil
+		assert.NoError(t, env.Client.Patch(context.Background(), d, patch))
+	})
+	before := get()
+
+	assert.Equal(t, "TraitDefinition/stamp updated in oamflow-system\n", apply(fileWith("", "", "", "y")))
+	d = get()
+	require.NotNil(t, d.Spec.Schematic)
+	require.NotNil(t, d.Spec.Schematic.CUE)
+	assert.Contains(t, d.Spec.Schematic.CUE.Template, `*"y" | string`, "the spec is the file's")
+	assert.NotEqual(t, before.ResourceVersion, d.ResourceVersion)
+	assert.Equal(t, []string{finalizer}, d.Finalizers, "another client's finalizer is kept")
+	assert.Equal(t, ownerRefs, d.OwnerReferences, "another client's ownerReferences are kept")
+	assert.Equal(t, map[string]string{"team": "platform"}, d.Labels)
+	assert.Equal(t, map[string]string{"example.com/other": "y"}, d.Annotations)
+	assert.Equal(t, before.UID, d.UID)
+	assert.Equal(t, before.CreationTimestamp, d.CreationTimestamp)
+	assert.Nil(t, d.DeletionTimestamp)
+	want := before.ObjectMeta.DeepCopy() // the metadata is as it was but for what the update itself changes
+	want.ResourceVersion, want.Generation, want.ManagedFields = d.ResourceVersion, d.Generation, d.ManagedFields
+	assert.Equal(t, *want, d.ObjectMeta, "no other metadata is dropped")
+
+	rv = d.ResourceVersion
+	assert.Equal(t, "TraitDefinition/stamp unchanged in oamflow-system\n", apply(fileWith("", "", "", "y")))
+	d = get()
+	assert.Equal(t, rv, d.ResourceVersion, "unchanged: not written")
+	assert.Equal(t, []string{finalizer}, d.Finalizers)
+	assert.Equal(t, ownerRefs, d.OwnerReferences)
 }
