@@ -150,6 +150,14 @@ func TestDryRunBadInput(t *testing.T) {
 			want:   []string{`spec.components[0].traits[0].properties.constraints: expected a list, got string "x"`},
 		},
 		{
+			// `*{} | {[string]: string}` let the open `{}` match any
+			// object, so both were accepted and rendered.
+			reason: "wrong-typed values in expose's annotations and env's env are refused",
+			file:   header + "    - {name: web, type: webservice, properties: {image: x, ports: [{port: 80}]}, traits: [{type: expose, properties: {port: [80], annotations: {x: [1]}}}, {type: env, properties: {env: {A: [1]}}}]}\n",
+			code:   ExitUserError,
+			want:   []string{`spec.components[0].traits[0].properties.annotations.x: expected string, got list [1]`, `spec.components[0].traits[1].properties.env: conflicting values [1] and string`},
+		},
+		{
 			reason: "a definition whose CUE does not compile",
 			file:   header + "    - {name: web, type: webservice, properties: {image: x}, traits: [{type: broken, properties: {n: 1}}]}\n",
 			args:   []string{"-d", brokenDef},
