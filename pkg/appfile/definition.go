@@ -46,6 +46,9 @@ type Definition struct {
 	// ColumnOffset maps template columns to file columns on the same
 	// lines LineOffset maps (the template block's indentation).
 	ColumnOffset int
+	// ImportFirstLine is the file line of the first import line (0: the
+	// imports are not mapped).
+	ImportFirstLine int
 }
 
 // Template returns the CUE template ("" if the definition has none).
@@ -54,13 +57,14 @@ func (d *Definition) Template() string { return definition.Template(d.Object) }
 // CUESource names the template for the CUE engine (errors and positions).
 func (d *Definition) CUESource() cuex.Source {
 	return cuex.Source{
-		Kind:         string(d.Kind),
-		Name:         d.Name,
-		File:         d.File,
-		LineOffset:   d.LineOffset,
-		ImportLines:  d.ImportLines,
-		ColumnOffset: d.ColumnOffset,
-		StubImports:  d.Kind == KindWorkflowStep,
+		Kind:            string(d.Kind),
+		Name:            d.Name,
+		File:            d.File,
+		LineOffset:      d.LineOffset,
+		ImportLines:     d.ImportLines,
+		ColumnOffset:    d.ColumnOffset,
+		ImportFirstLine: d.ImportFirstLine,
+		StubImports:     d.Kind == KindWorkflowStep,
 	}
 }
 

@@ -278,14 +278,15 @@ func (s *LocalSource) Get(_ context.Context, kind DefinitionKind, name string) (
 		return nil, e.err
 	}
 	e.def = &Definition{
-		Kind:         f.Kind,
-		Name:         f.Name,
-		Origin:       e.origin,
-		Object:       obj,
-		File:         e.origin,
-		LineOffset:   f.TemplateLineOffset,
-		ImportLines:  f.TemplateImportLines,
-		ColumnOffset: f.TemplateIndent,
+		Kind:            f.Kind,
+		Name:            f.Name,
+		Origin:          e.origin,
+		Object:          obj,
+		File:            e.origin,
+		LineOffset:      f.TemplateLineOffset,
+		ImportLines:     f.TemplateImportLines,
+		ColumnOffset:    f.TemplateIndent,
+		ImportFirstLine: f.TemplateImportFirstLine,
 	}
 	return e.def, nil
 }

@@ -39,7 +39,7 @@ func readDefinitionFS(fsys fs.FS, name, label string) ([]*appfile.Definition, er
 			return nil, &UserError{Err: fmt.Errorf("%s: %w", label, err)}
 		}
 		return []*appfile.Definition{{Kind: f.Kind, Name: f.Name, Origin: label, Object: obj,
-			File: label, LineOffset: f.TemplateLineOffset, ImportLines: f.TemplateImportLines, ColumnOffset: f.TemplateIndent}}, nil
+			File: label, LineOffset: f.TemplateLineOffset, ImportLines: f.TemplateImportLines, ColumnOffset: f.TemplateIndent, ImportFirstLine: f.TemplateImportFirstLine}}, nil
 	}
 	objs, err := definition.DecodeYAML(label, data)
 	if err != nil {

@@ -99,6 +99,10 @@ func TestDryRunBadInput(t *testing.T) {
 	dir := t.TempDir()
 	header := "apiVersion: core.oam.dev/v1beta1\nkind: Application\nmetadata: {name: a}\nspec:\n  components:\n"
 	brokenDef := writeFile(t, dir, "broken.cue", "\"broken\": {\n\ttype: \"trait\"\n}\ntemplate: {\n\tpatch: spec: replicas: parameter.n +\n\tparameter: n: int\n}\n")
+	// The unknown package is on file line 4 (found by a tester: reported
+	// as 3, the import's line in the template, once a comment preceded
+	// the imports).
+	badImport := writeFile(t, t.TempDir(), "badimport.cue", "// A licence line.\nimport (\n\t\"strings\"\n\t\"encoding/jsn\"\n)\n\n\"badimport\": {\n\ttype: \"trait\"\n}\ntemplate: {\n\tpatch: metadata: name: strings.ToLower(\"A\")\n}\n")
 	cases := []struct {
 		reason string
 		file   string // content of the -f file
@@ -156,6 +160,13 @@ func TestDryRunBadInput(t *testing.T) {
 			file:   header + "    - {name: web, type: webservice, properties: {image: x, ports: [{port: 80}]}, traits: [{type: expose, properties: {port: [80], annotations: {x: [1]}}}, {type: env, properties: {env: {A: [1]}}}]}\n",
 			code:   ExitUserError,
 			want:   []string{`spec.components[0].traits[0].properties.annotations.x: expected string, got list [1]`, `spec.components[0].traits[1].properties.env: conflicting values [1] and string`},
+		},
+		{
+			reason: "an error on an import line names its line in the file",
+			file:   header + "    - {name: web, type: webservice, properties: {image: x}, traits: [{type: badimport}]}\n",
+			args:   []string{"-d", badImport},
+			code:   ExitUserError,
+			want:   []string{`trait definition "badimport" cannot be used`, "badimport.cue:4:"},
 		},
 		{
 			reason: "a definition whose CUE does not compile",

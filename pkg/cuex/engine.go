@@ -134,6 +134,9 @@ type Source struct {
 	// ColumnOffset is added to the columns of those same lines (the
 	// indentation the template block had in File).
 	ColumnOffset int
+	// ImportFirstLine, when not 0, is the line of File the first of the
+	// ImportLines import lines comes from (they are contiguous there).
+	ImportFirstLine int
 	// StubImports replaces imports that are not CUE standard-library
 	// packages (vela/kube, vela/op, …) with open placeholders, so a
 	// workflow-step template compiles without its provider packages. Only

@@ -125,9 +125,12 @@ func mapPosition(src Source, p token.Pos) string {
 		return ""
 	}
 	line, col := p.Line(), p.Column()
-	if line > src.ImportLines {
+	switch {
+	case line > src.ImportLines:
 		line += src.LineOffset
 		col += src.ColumnOffset
+	case src.ImportFirstLine > 0:
+		line += src.ImportFirstLine - 1
 	}
 	return fmt.Sprintf("%s:%d:%d", src.filename(), line, col)
 }

@@ -79,8 +79,13 @@ type File struct {
 	// line L greater than TemplateImportLines, the file line is L+TemplateLineOffset.
 	TemplateLineOffset int
 	// TemplateImportLines is the number of leading template lines holding
-	// the imports (their positions are not mapped back).
+	// the imports.
 	TemplateImportLines int
+	// TemplateImportFirstLine is the file line of the first of them when
+	// they are contiguous lines of the file (template line L ≤
+	// TemplateImportLines is then file line L+TemplateImportFirstLine-1);
+	// 0 when they are not, or there are none.
+	TemplateImportFirstLine int
 	// TemplateIndent is the number of bytes removed from the start of each
 	// template body line (the block's indentation, 1 for a tab): a column
 	// C of a body line is column C+TemplateIndent of the file.
@@ -310,7 +315,15 @@ func ParseCUE(filename string, src []byte) (*File, error) {
 
 	var tb strings.Builder
 	importLines := 0
-	for _, imp := range imports {
+	// The imports are mapped back with one offset when they are
+	// contiguous lines of the file (the usual layout); see File.
+	importFirstLine, contiguous := 0, true
+	for i, imp := range imports {
+		if i == 0 {
+			importFirstLine = imp.Pos().Line()
+		} else if imp.Pos().Line() != importFirstLine+importLines {
+			contiguous = false
+		}
 		text := string(src[imp.Pos().Offset():imp.End().Offset()])
 		tb.WriteString(text)
 		tb.WriteByte('\n')
@@ -340,7 +353,11 @@ func ParseCUE(filename string, src []byte) (*File, error) {
 	}
 	body, indent := dedent(bodyText)
 	tb.WriteString(body)
-	return h.file(name, filename, tb.String(), importLines, firstBodyLine, indent), nil
+	file := h.file(name, filename, tb.String(), importLines, firstBodyLine, indent)
+	if contiguous {
+		file.TemplateImportFirstLine = importFirstLine
+	}
+	return file, nil
 }
 
 // file is the File of a definition with header h named name, read from

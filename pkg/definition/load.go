@@ -34,10 +34,22 @@ func LoadCUE(filename string, src []byte) (*File, error) {
 type formattedLayout struct {
 	imports     []string // text of each import declaration, as in the file
 	importLines int      // lines those declarations span
+	importFirst int      // file line of the first import; 0 when the imports are not contiguous
 	name        string   // header label, unquoted
 	header      []byte   // "{ ... }" of the header block
 	body        []byte   // template body: the lines between `template: {` and `}`
 	bodyLine    int      // 1-based file line of the first body line
+}
+
+// noteImport records that an import declaration starts at file line
+// line, before it is added to imports.
+func (l *formattedLayout) noteImport(line int) {
+	switch {
+	case len(l.imports) == 0:
+		l.importFirst = line
+	case l.importFirst > 0 && line != l.importFirst+l.importLines:
+		l.importFirst = 0 // not contiguous: not mapped
+	}
 }
 
 // loadFormatted is LoadCUE's fast path; ok is false when the file is not
@@ -73,7 +85,9 @@ func loadFormatted(filename string, src []byte) (*File, bool) {
 		return nil, false
 	}
 	tb.WriteString(body)
-	return h.file(l.name, filename, tb.String(), l.importLines, l.bodyLine, indent), true
+	f := h.file(l.name, filename, tb.String(), l.importLines, l.bodyLine, indent)
+	f.TemplateImportFirstLine = l.importFirst
+	return f, true
 }
 
 // splitFormatted cuts a formatted definition file into its parts by
@@ -139,6 +153,7 @@ func splitFormatted(src []byte) (formattedLayout, bool) {
 				// Imports come first in CUE; ParseCUE says so.
 				return l, false
 			case string(trimmed) == "import (":
+				l.noteImport(lineNo)
 				state, blockStart = inImports, off
 			case bytes.HasPrefix(trimmed, []byte("import ")):
 				// `import "path"` or `import name "path"`, nothing after it.
@@ -154,6 +169,7 @@ func splitFormatted(src []byte) (formattedLayout, bool) {
 				if _, err := literal.Unquote(path); err != nil {
 					return l, false
 				}
+				l.noteImport(lineNo)
 				l.imports = append(l.imports, string(trimmed))
 				l.importLines++
 			case string(line) == "template: {":
