@@ -168,20 +168,11 @@ func scanLines(src []byte) (string, Kind, bool) {
 		if len(line) == 0 || line[0] == ' ' || line[0] == '\t' || line[0] == ')' || line[0] == '}' || bytes.HasPrefix(line, []byte("//")) || bytes.HasPrefix(line, []byte("import")) {
 			continue
 		}
-		i := bytes.IndexByte(line, ':')
-		if i < 0 || string(bytes.TrimSpace(line[i+1:])) != "{" {
+		label, opens, ok := blockLabel(line)
+		if !opens || label == "template" {
 			continue
 		}
-		label := string(bytes.TrimSpace(line[:i]))
-		if label == "template" {
-			continue
-		}
-		if len(label) > 1 && label[0] == '"' && label[len(label)-1] == '"' {
-			label = label[1 : len(label)-1]
-			if strings.ContainsAny(label, "\\\"") {
-				return "", "", false
-			}
-		} else if !ast.IsValidIdent(label) {
+		if !ok {
 			return "", "", false
 		}
 		headers++
@@ -192,6 +183,24 @@ func scanLines(src []byte) (string, Kind, bool) {
 		return "", "", false
 	}
 	return name, kind, true
+}
+
+// blockLabel reads a column-0 line `<label>: {` that opens a top-level
+// block: label is unquoted; opens is false when the line opens no block;
+// ok is false when it does but the label is not a name a line scan can
+// trust (a quoted label with escapes, a definition, a hidden field, an
+// alias or expression).
+func blockLabel(line []byte) (label string, opens, ok bool) {
+	i := bytes.IndexByte(line, ':')
+	if i < 0 || string(bytes.TrimSpace(line[i+1:])) != "{" {
+		return "", false, false
+	}
+	label = string(bytes.TrimSpace(line[:i]))
+	if len(label) > 1 && label[0] == '"' && label[len(label)-1] == '"' {
+		label = label[1 : len(label)-1]
+		return label, true, label != "" && !strings.ContainsAny(label, "\\\"")
+	}
+	return label, true, ast.IsValidIdent(label) && !strings.HasPrefix(label, "#") && !strings.HasPrefix(label, "_")
 }
 
 // literalKind returns the literal value of `type:` in a header struct, or "".

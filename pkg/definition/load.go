@@ -177,19 +177,8 @@ func splitFormatted(src []byte) (formattedLayout, bool) {
 				state, blockStart = inTemplate, next
 				l.bodyLine = lineNo + 1
 			default:
-				label, rest, ok := strings.Cut(string(trimmed), ":")
-				if !ok || strings.TrimSpace(rest) != "{" {
-					return l, false
-				}
-				if len(label) > 1 && label[0] == '"' && label[len(label)-1] == '"' {
-					label = label[1 : len(label)-1]
-					if strings.ContainsAny(label, "\\\"") {
-						return l, false
-					}
-				} else if !ast.IsValidIdent(label) || strings.HasPrefix(label, "#") || strings.HasPrefix(label, "_") {
-					return l, false
-				}
-				if label == "" || label == "template" {
+				label, opens, ok := blockLabel(trimmed)
+				if !opens || !ok || label == "template" {
 					return l, false
 				}
 				headers++
