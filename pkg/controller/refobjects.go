@@ -120,7 +120,7 @@ func resolveReferences(ctx context.Context, clients multicluster.ClusterClients,
 			if obj.GetNamespace() != "" && opts.Namespace != "" {
 				obj.SetNamespace(opts.Namespace)
 			}
-			stampLabels(af, comp, opts, nr)
+			render.StampLabels(af, comp, opts, nr)
 			nr.Namespace = obj.GetNamespace()
 			out = append(out, nr)
 		}
@@ -222,38 +222,4 @@ func clearServerFields(o *unstructured.Unstructured) {
 			unstructured.RemoveNestedField(o.Object, "spec", "clusterIPs")
 		}
 	}
-}
-
-// stampLabels sets the OAM labels of r's object as rendering does for
-// the objects a template writes (oam-api-facts, "Labels stamped on
-// applied resources").
-func stampLabels(af *appfile.AppFile, comp *appfile.Component, opts render.Options, r render.Resource) {
-	labels := r.Object.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	rev := opts.AppRevision
-	if rev == "" {
-		rev = af.Name + "-v1"
-	}
-	typ, _, _ := appfile.SplitRevision(comp.Type)
-	if typ == "" {
-		typ = comp.Type
-	}
-	labels[v1beta1.LabelAppName] = af.Name
-	labels[v1beta1.LabelAppNamespace] = af.Namespace
-	labels[v1beta1.LabelAppComponent] = comp.Name
-	labels[v1beta1.LabelAppRevision] = rev
-	labels[v1beta1.LabelWorkloadType] = typ
-	if r.IsWorkload() {
-		labels[v1beta1.LabelResourceType] = v1beta1.ResourceTypeWorkload
-	} else {
-		labels[v1beta1.LabelResourceType] = v1beta1.ResourceTypeTrait
-		labels[v1beta1.LabelTraitType] = "AuxiliaryWorkload"
-		if r.Trait != "" {
-			labels[v1beta1.LabelTraitType] = r.Trait
-		}
-		labels[v1beta1.LabelTraitResource] = r.Output
-	}
-	r.Object.SetLabels(labels)
 }

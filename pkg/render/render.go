@@ -460,28 +460,7 @@ func finish(af *appfile.AppFile, c *appfile.Component, opts Options, st *rendere
 		} else {
 			obj.SetNamespace("")
 		}
-		labels := obj.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[v1beta1.LabelAppName] = af.Name
-		labels[v1beta1.LabelAppNamespace] = af.Namespace
-		labels[v1beta1.LabelAppComponent] = c.Name
-		labels[v1beta1.LabelAppRevision] = appRevision(af, opts)
-		labels[v1beta1.LabelWorkloadType] = baseType(c.Type)
-		switch {
-		case r.IsWorkload():
-			labels[v1beta1.LabelResourceType] = v1beta1.ResourceTypeWorkload
-		case r.Trait == "":
-			labels[v1beta1.LabelResourceType] = v1beta1.ResourceTypeTrait
-			labels[v1beta1.LabelTraitType] = "AuxiliaryWorkload"
-			labels[v1beta1.LabelTraitResource] = r.Output
-		default:
-			labels[v1beta1.LabelResourceType] = v1beta1.ResourceTypeTrait
-			labels[v1beta1.LabelTraitType] = r.Trait
-			labels[v1beta1.LabelTraitResource] = r.Output
-		}
-		obj.SetLabels(labels)
+		StampLabels(af, c, opts, *r)
 		r.Cluster = opts.Cluster
 		r.Namespace = obj.GetNamespace()
 		if maxBytes > 0 {
@@ -495,6 +474,40 @@ func finish(af *appfile.AppFile, c *appfile.Component, opts Options, st *rendere
 		}
 	}
 	return out, nil
+}
+
+// StampLabels sets the OAM labels of a rendered object (oam-api-facts,
+// "Labels stamped on applied resources"): app name, namespace, component
+// and revision on every object; the main workload is a WORKLOAD with
+// workload.oam.dev/type; the objects of the component's `outputs` and of
+// its traits are TRAIT resources with trait.oam.dev/type (the trait type,
+// or AuxiliaryWorkload for the component's own outputs) and
+// trait.oam.dev/resource (the output name), and no workload type, as in
+// KubeVela.
+func StampLabels(af *appfile.AppFile, c *appfile.Component, opts Options, r Resource) {
+	obj := r.Object
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[v1beta1.LabelAppName] = af.Name
+	labels[v1beta1.LabelAppNamespace] = af.Namespace
+	labels[v1beta1.LabelAppComponent] = c.Name
+	labels[v1beta1.LabelAppRevision] = appRevision(af, opts)
+	switch {
+	case r.IsWorkload():
+		labels[v1beta1.LabelResourceType] = v1beta1.ResourceTypeWorkload
+		labels[v1beta1.LabelWorkloadType] = baseType(c.Type)
+	case r.Trait == "":
+		labels[v1beta1.LabelResourceType] = v1beta1.ResourceTypeTrait
+		labels[v1beta1.LabelTraitType] = "AuxiliaryWorkload"
+		labels[v1beta1.LabelTraitResource] = r.Output
+	default:
+		labels[v1beta1.LabelResourceType] = v1beta1.ResourceTypeTrait
+		labels[v1beta1.LabelTraitType] = r.Trait
+		labels[v1beta1.LabelTraitResource] = r.Output
+	}
+	obj.SetLabels(labels)
 }
 
 func appRevision(af *appfile.AppFile, opts Options) string {

@@ -16,7 +16,11 @@ import (
 type ResourceSelector struct {
 	// ComponentNames match the app.oam.dev/component label.
 	ComponentNames []string `json:"componentNames,omitempty"`
-	// ComponentTypes match the workload.oam.dev/type label.
+	// ComponentTypes match the workload.oam.dev/type label, which only a
+	// component's main workload carries: as in KubeVela, the objects of a
+	// component's outputs and of its traits are not selected by
+	// componentTypes (select them by componentNames, oamTypes or
+	// traitTypes).
 	ComponentTypes []string `json:"componentTypes,omitempty"`
 	// OAMTypes match the app.oam.dev/resourceType label: WORKLOAD (alias
 	// COMPONENT) or TRAIT, case-insensitive.
