@@ -259,6 +259,12 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 		switch {
 		case err == nil:
 			status.ContextBackend = &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: app.Namespace, Name: cm.Name, UID: cm.UID}
+			base := cm.DeepCopy()
+			if pruneSideEffects(cm, &status) {
+				if err := e.client.Patch(ctx, cm, client.MergeFrom(base)); err != nil {
+					return Result{}, fmt.Errorf("pruning workflow context ConfigMap %s/%s: %w", app.Namespace, cm.Name, err)
+				}
+			}
 		case !apierrors.IsNotFound(err):
 			return Result{}, fmt.Errorf("reading workflow context ConfigMap %s/%s: %w", app.Namespace, ContextName(app.Name), err)
 		}
@@ -391,10 +397,11 @@ type failureCounts struct {
 	byApp map[string]map[string]int
 }
 
-// count adds this pass's retryable failures of st and fails for good
-// (reason FailedAfterRetries) every step that reached limit, terminating
-// the run as the library does with its own limit (the steps left are
-// skipped); it reports whether any did.
+// count adds this pass's retryable failures of st, numbering the attempt
+// in the step's message, and fails for good (reason FailedAfterRetries)
+// every step that reached limit, terminating the run as the library does
+// with its own limit (the steps left are skipped); it reports whether any
+// did.
 func (f *failureCounts) count(app *v1beta1.Application, st *wfv1alpha1.WorkflowRunStatus, limit int) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -408,11 +415,17 @@ func (f *failureCounts) count(app *v1beta1.Application, st *wfv1alpha1.WorkflowR
 			f.byApp[key] = map[string]int{}
 		}
 		f.byApp[key][s.ID]++
-		if f.byApp[key][s.ID] >= limit {
+		n := f.byApp[key][s.ID]
+		if n >= limit {
 			s.Reason = wftypes.StatusReasonFailedAfterRetries
+			s.Message = fmt.Sprintf("failed after %d attempts: %s", n, s.Message)
 			st.Terminated = true
 			spent = true
+			return
 		}
+		// The next pass is a new attempt: it performs the step's actions
+		// again (pruneSideEffects), so the message says which one failed.
+		s.Message = fmt.Sprintf("attempt %d of %d failed: %s", n, limit, s.Message)
 	}
 	for i := range st.Steps {
 		for j := range st.Steps[i].SubStepsStatus {

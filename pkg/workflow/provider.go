@@ -45,7 +45,8 @@ var opOAMTemplate string
 // op.#ApplyComponent / op.#RenderComponent for KubeVela step definitions,
 // and vela/helm (#Install, #Uninstall, #Status, #Template; see WithHelm).
 // builtin.#Suspend and op.#Suspend report their message parameter as the
-// step's message (suspend.go; the library drops it).
+// step's message (suspend.go; the library drops it). Actions with side
+// effects (HTTP, e-mail) are performed once per step execution (once.go).
 func NewCompiler(opts ...CompilerOption) (*cuex.Compiler, error) {
 	var co compilerOptions
 	for _, o := range opts {
@@ -77,7 +78,7 @@ func NewCompiler(opts ...CompilerOption) (*cuex.Compiler, error) {
 	}
 	var packages []cuexruntime.Package
 	for _, p := range pkgs {
-		cp, err := cuexruntime.NewInternalPackage(p.name, p.template, p.fns)
+		cp, err := cuexruntime.NewInternalPackage(p.name, p.template, withSideEffectsOnce(p.name, p.fns))
 		if err != nil {
 			return nil, fmt.Errorf("building CUE package vela/%s: %w", p.name, err)
 		}

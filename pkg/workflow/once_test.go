@@ -1,0 +1,313 @@
+package workflow
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/definition"
+)
+
+// callThenWaitTemplate posts to parameter.url, then waits until the
+// ConfigMap parameter.gate exists.
+const callThenWaitTemplate = `import (
+	"vela/builtin"
+	"vela/http"
+	"vela/kube"
+)
+
+call: http.#HTTPDo & {
+	$params: {
+		method: "POST"
+		url:    parameter.url
+		request: body: "{\"ticket\": \"open\"}"
+	}
+}
+gate: kube.#Read & {
+	$params: value: {
+		apiVersion: "v1"
+		kind:       "ConfigMap"
+		metadata: {name: parameter.gate, namespace: context.namespace}
+	}
+}
+wait: builtin.#ConditionalWait & {
+	$params: {
+		continue: call.$returns.statusCode == 200 && gate.$returns.err == _|_
+		message:  "waiting for ConfigMap \(parameter.gate)"
+	}
+}
+parameter: {url: string, gate: string}
+`
+
+// callWaitSuspendTemplate is callThenWaitTemplate followed, in the same
+// step, by a suspend once the gate is open.
+const callWaitSuspendTemplate = callThenWaitTemplate + `
+if call.$returns != _|_ && gate.$returns != _|_ {
+	if gate.$returns.err == _|_ {
+		pause: builtin.#Suspend & {$params: message: "approve the ticket"}
+	}
+}
+`
+
+// copiedCallTemplate is callThenWaitTemplate with a copy of the action at
+// another path (b: a) that the wait reads.
+const copiedCallTemplate = callThenWaitTemplate + `
+again: call
+check: builtin.#ConditionalWait & {$params: continue: again.$returns.statusCode == 200}
+`
+
+// countingServer counts the requests it answers (200, a JSON body).
+func countingServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		n.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ticket":"T-1"}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+// sharedCorpus returns ../shared/conformance/kubevela next to the module
+// root (or one level further up, for a worktree), skipping t when absent.
+func sharedCorpus(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	require.NoError(t, err)
+	for ; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		if filepath.Dir(dir) == dir {
+			t.Skip("no go.mod above the working directory")
+		}
+	}
+	for _, up := range []string{"..", filepath.Join("..", "..")} {
+		p := filepath.Join(dir, up, "shared", "conformance", "kubevela")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	t.Skipf("the KubeVela conformance corpus (../shared/conformance/kubevela next to %s) is absent", dir)
+	return ""
+}
+
+func kubevelaStep(t *testing.T, name string) string {
+	t.Helper()
+	f := filepath.Join(sharedCorpus(t), "definitions", "workflowstep", name+".cue")
+	b, err := os.ReadFile(f)
+	require.NoError(t, err)
+	df, err := definition.ParseCUE(f, b)
+	require.NoError(t, err)
+	return df.Template
+}
+
+func withTemplates(h *harness, extra map[string]string) {
+	tmpls := stepTemplates(h.t)
+	for k, v := range extra {
+		tmpls[k] = v
+	}
+	h.run.Templates = func(_ context.Context, typ string) (string, error) { return tmpls[typ], nil }
+}
+
+// TestSideEffectsOnce: an HTTP action is performed once per step
+// execution, however many times the step is evaluated: while it waits,
+// while it (or the next step) is suspended, after a resume, after a
+// controller restart, and when its CUE holds a copy of the action
+// (kubevela/workflow re-evaluated the step and called again each time).
+func TestSideEffectsOnce(t *testing.T) {
+	cases := []struct {
+		reason string
+		// steps get the server's URL as "url" and a gate ConfigMap name
+		// as "gate".
+		steps func(url, gate string) []*appfile.WorkflowStep
+		// suspends: the run suspends after the gate opens and is resumed.
+		suspends bool
+	}{
+		{
+			reason: "HTTP + ConditionalWait, then a suspend step, then resume",
+			steps: func(url, gate string) []*appfile.WorkflowStep {
+				return []*appfile.WorkflowStep{
+					{Name: "call", Type: "call-then-wait", Properties: map[string]any{"url": url, "gate": gate}},
+					{Name: "approve", Type: "suspend"},
+				}
+			},
+			suspends: true,
+		},
+		{
+			reason: "HTTP + ConditionalWait + suspend in one step, in a step group, then resume",
+			steps: func(url, gate string) []*appfile.WorkflowStep {
+				return []*appfile.WorkflowStep{{Name: "group", Type: "step-group", SubSteps: []*appfile.WorkflowStep{
+					{Name: "call", Type: "call-wait-suspend", Properties: map[string]any{"url": url, "gate": gate}},
+				}}}
+			},
+			suspends: true,
+		},
+		{
+			reason: "a copy of the action is the same call",
+			steps: func(url, gate string) []*appfile.WorkflowStep {
+				return []*appfile.WorkflowStep{{Name: "call", Type: "copied-call", Properties: map[string]any{"url": url, "gate": gate}}}
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			srv, calls := countingServer(t)
+			gate := "gate-" + time.Now().Format("150405.000000")
+			wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: tc.steps(srv.URL, gate)}
+			h := newHarness(t, wf, Options{})
+			withTemplates(h, map[string]string{
+				"call-then-wait":    callThenWaitTemplate,
+				"call-wait-suspend": callWaitSuspendTemplate,
+				"copied-call":       copiedCallTemplate,
+			})
+
+			for pass := 0; pass < 3; pass++ {
+				res := h.pass()
+				require.Equal(t, wfv1alpha1.WorkflowStateExecuting, res.Status.Status, "pass %d: %+v", pass, res.Status)
+			}
+			// A controller restart: no memory, only the stored status and
+			// the context ConfigMap.
+			Forget(h.app)
+			engine, err := NewEngine(env(t).Client, Options{})
+			require.NoError(t, err)
+			h.engine = engine
+			h.pass()
+			before := calls.Load()
+
+			c := env(t).Client
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: gate, Namespace: "default"}}
+			require.NoError(t, c.Create(context.Background(), cm))
+			t.Cleanup(func() { _ = c.Delete(context.Background(), cm) })
+
+			if tc.suspends {
+				res := h.until(20*time.Second, func(r Result) bool { return r.Status.Status == wfv1alpha1.WorkflowStateSuspending })
+				for pass := 0; pass < 3; pass++ {
+					res = h.pass()
+					assert.Equal(t, wfv1alpha1.WorkflowStateSuspending, res.Status.Status)
+				}
+				assert.Equal(t, before, calls.Load(), "the suspended passes made no call")
+				require.NoError(t, Resume(h.run.Status))
+			}
+			res := h.until(20*time.Second, finished)
+			require.Equal(t, wfv1alpha1.WorkflowStateSucceeded, res.Status.Status, "%+v", res.Status)
+			assert.Equal(t, int32(1), calls.Load(), "calls to the server")
+
+		})
+	}
+}
+
+// TestKubeVelaRequestStepCallsOnce: KubeVela's own request definition
+// (op.#ConditionalWait, op.#Steps, op.#Fail around http.#HTTPDo) calls the
+// server once and succeeds.
+func TestKubeVelaRequestStepCallsOnce(t *testing.T) {
+	srv, calls := countingServer(t)
+	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+		{Name: "call", Type: "kubevela-request", Properties: map[string]any{"url": srv.URL, "method": "POST", "body": map[string]any{"a": 1}}},
+		{Name: "approve", Type: "suspend"},
+	}}
+	h := newHarness(t, wf, Options{})
+	withTemplates(h, map[string]string{"kubevela-request": kubevelaStep(t, "request")})
+	for pass := 0; pass < 3; pass++ {
+		res := h.pass()
+		assert.Equal(t, wfv1alpha1.WorkflowStateSuspending, res.Status.Status, "%+v", res.Status)
+	}
+	require.NoError(t, Resume(h.run.Status))
+	res := h.until(20*time.Second, finished)
+	require.Equal(t, wfv1alpha1.WorkflowStateSucceeded, res.Status.Status, "%+v", res.Status)
+	assert.Equal(t, int32(1), calls.Load())
+}
+
+// TestSideEffectsRetriedAfterFailure: a step that made its call and then
+// failed with a retryable error makes it again on the retry, and its
+// message numbers the attempt.
+func TestSideEffectsRetriedAfterFailure(t *testing.T) {
+	srv, calls := countingServer(t)
+	const tmpl = `import (
+	"vela/http"
+	"vela/kube"
+)
+
+call: http.#HTTPDo & {$params: {method: "POST", url: parameter.url}}
+if call.$returns != _|_ {
+	record: kube.#Apply & {$params: value: {
+		apiVersion: "v1"
+		kind:       "ConfigMap"
+		metadata: {name: "ticket-\(context.name)", namespace: context.namespace}
+		data: body: call.$returns.body
+	}}
+}
+parameter: url: string
+`
+	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+		{Name: "call", Type: "call-and-record", Properties: map[string]any{"url": srv.URL}},
+	}}
+	h := newHarness(t, wf, Options{})
+	withTemplates(h, map[string]string{"call-and-record": tmpl})
+	var applies atomic.Int32
+	h.deployer.applyErr = func(string) error {
+		if applies.Add(1) == 1 {
+			return apierrors.NewServiceUnavailable("the API server is restarting")
+		}
+		return nil
+	}
+	res := h.pass()
+	require.Equal(t, failed, phaseOf(res.Status)["call"], "%+v", res.Status)
+	assert.Contains(t, res.Status.Steps[0].Message, "attempt 1 of 3 failed: ")
+	assert.Contains(t, res.Status.Steps[0].Message, "the API server is restarting")
+	assert.Equal(t, int32(1), calls.Load())
+
+	res = h.until(20*time.Second, finished)
+	require.Equal(t, wfv1alpha1.WorkflowStateSucceeded, res.Status.Status, "%+v", res.Status)
+	assert.Equal(t, int32(2), calls.Load(), "the retry is a new attempt and calls again")
+}
+
+func TestPruneSideEffects(t *testing.T) {
+	step := func(id string, phase wfv1alpha1.WorkflowStepPhase, subs ...wfv1alpha1.StepStatus) wfv1alpha1.WorkflowStepStatus {
+		return wfv1alpha1.WorkflowStepStatus{StepStatus: wfv1alpha1.StepStatus{ID: id, Name: id, Phase: phase}, SubStepsStatus: subs}
+	}
+	sub := func(id string, phase wfv1alpha1.WorkflowStepPhase) wfv1alpha1.StepStatus {
+		return wfv1alpha1.StepStatus{ID: id, Name: id, Phase: phase}
+	}
+	st := &wfv1alpha1.WorkflowRunStatus{Steps: []wfv1alpha1.WorkflowStepStatus{
+		step("done", succeeded),
+		step("waiting", running),
+		step("paused", suspending),
+		step("retry", failed),
+		step("group", running, sub("g-running", running), sub("g-done", succeeded)),
+	}}
+	cm := &corev1.ConfigMap{Data: map[string]string{
+		"vars":                        "{}",
+		"done." + sideEffectsKey:      "[]",
+		"waiting." + sideEffectsKey:   "[]",
+		"paused." + sideEffectsKey:    "[]",
+		"retry." + sideEffectsKey:     "[]",
+		"g-running." + sideEffectsKey: "[]",
+		"g-done." + sideEffectsKey:    "[]",
+		"restarted." + sideEffectsKey: "[]",
+		"paused.resumeTimeStamp":      "2026-01-01T00:00:00Z",
+	}}
+	assert.True(t, pruneSideEffects(cm, st))
+	assert.Equal(t, map[string]string{
+		"vars":                        "{}",
+		"waiting." + sideEffectsKey:   "[]",
+		"paused." + sideEffectsKey:    "[]",
+		"g-running." + sideEffectsKey: "[]",
+		"paused.resumeTimeStamp":      "2026-01-01T00:00:00Z",
+	}, cm.Data, "only running and suspended steps keep their results")
+	assert.False(t, pruneSideEffects(cm, st), "nothing more to remove")
+}
