@@ -95,6 +95,10 @@ e2e: k8s-binaries build ## End-to-end tests against local clusters started from 
 	# e2e tests living beside their package: Helm install + wait on a kwok cluster.
 	$(GO) test -tags e2e $(E2E_FLAGS) -run '^TestE2E' ./pkg/helm/
 
+.PHONY: conformance
+conformance: ## KubeVela conformance alone: render every case of ../shared/conformance/kubevela with dry-run --offline, print N/M identical and the diffs.
+	$(GO) test -count=1 -v -run '^TestConformance$$' ./e2e/conformance/ | grep -v -E '^(=== RUN|    --- PASS)'
+
 .PHONY: bench
 bench: ## Go benchmarks (render, health, state-keep); harnesses live under hack/bench.
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...

@@ -40,6 +40,9 @@ type dryRunOptions struct {
 	output        string
 	clusterLabels []string
 	chartRoot     string
+	// clusterVersion is --cluster-version: the Kubernetes version templates
+	// see in context.clusterVersion (default: a current cluster).
+	clusterVersion string
 }
 
 func newDryRunCommand(g *GlobalOptions) *cobra.Command {
@@ -64,10 +67,15 @@ renders once for a placeholder cluster, with a warning. Online, it is
 matched against the clusters registered in oamflow-system (unless
 --cluster-labels is given).
 
+Templates see context.clusterVersion of a current Kubernetes release
+unless --cluster-version names the version of your cluster (vela assumes
+an ancient one offline; --cluster-version v1.18 renders what it renders).
+
 Exit codes: 0 rendered, 1 invalid input (files, properties, definitions),
 2 anything else (cluster unreachable).`,
 		Example: `  oamflow dry-run -f app.yaml --offline
   oamflow dry-run -f app.yaml,policies.yaml --merge -d ./defs --offline -o json
+  oamflow dry-run -f app.yaml --offline --cluster-version v1.24
   oamflow dry-run -f app.yaml --offline --cluster-labels hz=region=hangzhou --cluster-labels sh=region=shanghai`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -81,6 +89,7 @@ Exit codes: 0 rendered, 1 invalid input (files, properties, definitions),
 	f.BoolVar(&o.merge, "merge", false, "fold standalone Policy and Workflow objects from the -f files into the Application")
 	f.StringVarP(&o.output, "output", "o", "yaml", "output format: yaml or json")
 	f.StringArrayVar(&o.clusterLabels, "cluster-labels", nil, "offline cluster for clusterLabelSelector: NAME=KEY=VALUE[,KEY=VALUE]")
+	f.StringVar(&o.clusterVersion, "cluster-version", "", "Kubernetes version the templates render for (context.clusterVersion), e.g. v1.18 (default "+render.DefaultClusterVersion.GitVersion+")")
 	f.StringVar(&o.chartRoot, "chart-root", ".", "folder holding the charts of helm components whose chart.source is a relative path (rendered like helm template)")
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
@@ -115,6 +124,12 @@ func (o *dryRunOptions) run(ctx context.Context, out, errOut io.Writer) error {
 	resolver, err := parseClusterLabels(o.clusterLabels)
 	if err != nil {
 		return err
+	}
+	var cv render.ClusterVersion
+	if o.clusterVersion != "" {
+		if cv, err = render.ParseVersion(o.clusterVersion); err != nil {
+			return userErrorf("--cluster-version: %v", err)
+		}
 	}
 	in, err := readDryRunInputs(o.files)
 	if err != nil {
@@ -153,7 +168,7 @@ func (o *dryRunOptions) run(ctx context.Context, out, errOut io.Writer) error {
 		if err := validateTopologies(ctx, resolver, app); err != nil {
 			return err
 		}
-		d, err := dryRunApp(ctx, app, src, resolver, newHelmTemplater(o.chartRoot, nil), errOut)
+		d, err := dryRunApp(ctx, app, src, resolver, cv, newHelmTemplater(o.chartRoot, nil), errOut)
 		if err != nil {
 			return err
 		}
@@ -379,7 +394,7 @@ type doc struct {
 }
 
 // dryRunApp parses and renders one Application.
-func dryRunApp(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource, resolver render.ClusterResolver, charts *helmTemplater, errOut io.Writer) ([]doc, error) {
+func dryRunApp(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource, resolver render.ClusterResolver, cv render.ClusterVersion, charts *helmTemplater, errOut io.Writer) ([]doc, error) {
 	af, err := appfile.Parse(ctx, app, src)
 	if err != nil {
 		return nil, asUserError(err)
@@ -400,7 +415,7 @@ func dryRunApp(ctx context.Context, app *v1beta1.Application, src appfile.Defini
 			fmt.Fprintf(errOut, "Warning: %s/%s: %s\n", af.Namespace, af.Name, w)
 		}
 		for _, t := range p.Targets {
-			opts := render.Options{Cluster: t.Cluster, Namespace: t.Namespace}
+			opts := render.Options{Cluster: t.Cluster, Namespace: t.Namespace, ClusterVersion: cv}
 			res, err := render.RenderApplication(ctx, t.AppFile, opts)
 			if err != nil {
 				return nil, asUserError(err)

@@ -118,3 +118,70 @@ spec:
 		})
 	}
 }
+
+func TestParseVersion(t *testing.T) {
+	cases := []struct {
+		reason, in string
+		want       render.ClusterVersion
+		errMsg     string
+	}{
+		{reason: "v-prefixed major.minor", in: "v1.18", want: render.ClusterVersion{Major: 1, Minor: 18, GitVersion: "v1.18.0", Platform: "linux/amd64"}},
+		{reason: "without the v", in: "1.24", want: render.ClusterVersion{Major: 1, Minor: 24, GitVersion: "v1.24.0", Platform: "linux/amd64"}},
+		{reason: "a patch and a vendor suffix are kept in gitVersion", in: "v1.29.3-eks-1", want: render.ClusterVersion{Major: 1, Minor: 29, GitVersion: "v1.29.3-eks-1", Platform: "linux/amd64"}},
+		{reason: "a major alone is refused", in: "v1", errMsg: `cluster version "v1": want vMAJOR.MINOR[.PATCH], e.g. v1.18`},
+		{reason: "a non-number is refused", in: "v1.x", errMsg: `cluster version "v1.x": want vMAJOR.MINOR[.PATCH]`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			got, err := render.ParseVersion(tc.in)
+			if tc.errMsg != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.errMsg)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// TestClusterVersionContext: templates branch on context.clusterVersion
+// as KubeVela's do (hpa, gateway, cron-task).
+func TestClusterVersionContext(t *testing.T) {
+	defs := map[string]string{"components/cron.cue": `cron: {
+	type: "component"
+	attributes: workload: type: "autodetects.core.oam.dev"
+}
+template: {
+	output: {
+		if context.clusterVersion.minor < 25 {apiVersion: "batch/v1beta1"}
+		if context.clusterVersion.minor >= 25 {apiVersion: "batch/v1"}
+		kind: "CronJob"
+		metadata: annotations: git: context.clusterVersion.gitVersion
+	}
+	parameter: {}
+}
+`}
+	app := "metadata: {name: a, namespace: d}\nspec: {components: [{name: c, type: cron}]}\n"
+	cases := []struct {
+		reason, version, apiVersion, git string
+	}{
+		{reason: "the default is a current cluster", apiVersion: "batch/v1", git: render.DefaultClusterVersion.GitVersion},
+		{reason: "an old cluster gets the old API", version: "v1.18", apiVersion: "batch/v1beta1", git: "v1.18.0"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			var cv render.ClusterVersion
+			if tc.version != "" {
+				var err error
+				cv, err = render.ParseVersion(tc.version)
+				require.NoError(t, err)
+			}
+			res, err := renderInline(t, defs, app, render.Options{ClusterVersion: cv})
+			require.NoError(t, err)
+			require.Len(t, res, 1)
+			assert.Equal(t, tc.apiVersion, res[0].Object.GetAPIVersion())
+			assert.Equal(t, tc.git, res[0].Object.GetAnnotations()["git"])
+		})
+	}
+}

@@ -43,6 +43,32 @@ func ParseClusterVersion(major, minor, gitVersion, platform string) ClusterVersi
 	return ClusterVersion{Major: num(major), Minor: num(minor), GitVersion: gitVersion, Platform: platform}
 }
 
+// ParseVersion reads a Kubernetes version as users write it: "v1.18",
+// "1.18" or "v1.18.3" (a suffix such as "-eks-1" is kept in GitVersion).
+// The platform is DefaultClusterVersion's.
+func ParseVersion(s string) (ClusterVersion, error) {
+	v := strings.TrimPrefix(strings.TrimSpace(s), "v")
+	core, suffix, _ := strings.Cut(v, "-")
+	parts := strings.Split(core, ".")
+	bad := fmt.Errorf("cluster version %q: want vMAJOR.MINOR[.PATCH], e.g. v1.18", s)
+	if len(parts) < 2 || len(parts) > 3 {
+		return ClusterVersion{}, bad
+	}
+	nums := make([]int, 3)
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return ClusterVersion{}, bad
+		}
+		nums[i] = n
+	}
+	git := fmt.Sprintf("v%d.%d.%d", nums[0], nums[1], nums[2])
+	if suffix != "" {
+		git += "-" + suffix
+	}
+	return ClusterVersion{Major: nums[0], Minor: nums[1], GitVersion: git, Platform: DefaultClusterVersion.Platform}, nil
+}
+
 // Options say what the rendering is for.
 type Options struct {
 	// AppRevision is the ApplicationRevision name "<app>-v<N>"; empty
