@@ -331,6 +331,9 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 		e.finish(&st, app)
 		return Result{Status: st}, nil
 	}
+	// Steps whose dependency failed are skipped, saying which (skip.go).
+	g := newGuard(run.Plan)
+	runners = g.wrap(runners)
 	// The library skips a pass when the status has fewer steps than its
 	// last pass saw (a stale read). Here a stale read cannot be stored (the
 	// status patch is optimistic), and a restart from a step shrinks the
@@ -354,7 +357,7 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 	}
 	instance.Status.Phase = state
 	retriesSpent := e.failures.count(app, &instance.Status, e.opts.MaxStepRetries)
-	if state == wfv1alpha1.WorkflowStateExecuting && failStuck(&instance.Status) {
+	if state == wfv1alpha1.WorkflowStateExecuting && failStuck(&instance.Status, g) {
 		state = wfv1alpha1.WorkflowStateFailed
 		instance.Status.Phase = state
 	}
@@ -442,17 +445,21 @@ func (f *failureCounts) forget(app *v1beta1.Application) {
 	delete(f.byApp, cacheKey(app))
 }
 
-// failStuck fails a run whose unfinished steps are all pending (waiting for
+// failStuck ends a run whose unfinished steps are all pending (waiting for
 // inputs or dependencies that no remaining step can produce): each pending
-// step fails with reason Input and the run is terminated. It reports
-// whether it did so.
-func failStuck(st *wfv1alpha1.WorkflowRunStatus) bool {
+// step that g skips (a step it depends on failed) is skipped saying so,
+// every other fails with reason Input, and the run is terminated. It
+// reports whether it did so.
+func failStuck(st *wfv1alpha1.WorkflowRunStatus, g *guard) bool {
 	var pending []*wfv1alpha1.StepStatus
+	byName := map[string]wfv1alpha1.StepStatus{}
 	for i := range st.Steps {
 		s := &st.Steps[i]
+		byName[s.Name] = s.StepStatus
 		if len(s.SubStepsStatus) > 0 {
 			for j := range s.SubStepsStatus {
 				sub := &s.SubStepsStatus[j]
+				byName[sub.Name] = *sub
 				switch {
 				case sub.Phase == wfv1alpha1.WorkflowStepPhasePending:
 					pending = append(pending, sub)
@@ -477,6 +484,10 @@ func failStuck(st *wfv1alpha1.WorkflowRunStatus) bool {
 	}
 	var names []string
 	for _, p := range pending {
+		if why, blocked := g.blocked(p.Name, byName); blocked {
+			*p = skip(p.Name, why, byName)
+			continue
+		}
 		what := strings.TrimPrefix(strings.TrimPrefix(p.Message, "Pending on Input: "), "Pending on DependsOn: ")
 		p.Phase = wfv1alpha1.WorkflowStepPhaseFailed
 		p.Reason = wftypes.StatusReasonInput
@@ -486,13 +497,33 @@ func failStuck(st *wfv1alpha1.WorkflowRunStatus) bool {
 	for i := range st.Steps {
 		s := &st.Steps[i]
 		if len(s.SubStepsStatus) > 0 && s.Phase == wfv1alpha1.WorkflowStepPhasePending {
-			s.Phase = wfv1alpha1.WorkflowStepPhaseFailed
-			s.Reason = wftypes.StatusReasonInput
+			s.Phase, s.Reason = groupPhase(s.SubStepsStatus)
 		}
 	}
 	st.Terminated = true
-	st.Message = fmt.Sprintf("steps %s wait for inputs that no remaining step can produce", strings.Join(names, ", "))
+	if len(names) > 0 {
+		st.Message = fmt.Sprintf("steps %s wait for inputs that no remaining step can produce", strings.Join(names, ", "))
+	}
 	return true
+}
+
+// groupPhase is the phase and reason of a step group whose sub-steps have
+// all finished: failed (reason Input) when one failed, skipped when all
+// were, else succeeded.
+func groupPhase(subs []wfv1alpha1.StepStatus) (wfv1alpha1.WorkflowStepPhase, string) {
+	skipped := 0
+	for _, s := range subs {
+		switch s.Phase {
+		case wfv1alpha1.WorkflowStepPhaseFailed:
+			return wfv1alpha1.WorkflowStepPhaseFailed, wftypes.StatusReasonInput
+		case wfv1alpha1.WorkflowStepPhaseSkipped:
+			skipped++
+		}
+	}
+	if skipped == len(subs) {
+		return wfv1alpha1.WorkflowStepPhaseSkipped, wftypes.StatusReasonSkip
+	}
+	return wfv1alpha1.WorkflowStepPhaseSucceeded, ""
 }
 
 // builtinSuspend is the template of the suspend step when the Application

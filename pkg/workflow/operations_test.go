@@ -65,7 +65,7 @@ func TestFailStuck(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			st := &wfv1alpha1.WorkflowRunStatus{Steps: tc.steps}
-			assert.Equal(t, tc.stuck, failStuck(st))
+			assert.Equal(t, tc.stuck, failStuck(st, newGuard(Plan{})))
 			if tc.stuck {
 				assert.True(t, st.Terminated)
 				assert.NotEmpty(t, st.Message)

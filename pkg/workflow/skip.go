@@ -1,0 +1,203 @@
+package workflow
+
+import (
+	"fmt"
+	"strings"
+
+	monitorContext "github.com/kubevela/pkg/monitor/context"
+	"github.com/kubevela/pkg/util/rand"
+	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
+	wfContext "github.com/kubevela/workflow/pkg/context"
+	wftypes "github.com/kubevela/workflow/pkg/types"
+)
+
+// Steps not run because a step they depend on failed.
+//
+// kubevela/workflow skips a step whose dependsOn (or, one by one, whose
+// earlier step) did not succeed, with no message; and when a step fails
+// it sets its outputs to null, so a step taking an input from it runs
+// anyway, with null. A step whose input comes from a step that failed
+// for good between passes (oamflow's retry limit) waited for the input
+// until the run was failed as stuck.
+//
+// The guard below decides first: a step (or sub-step) without `if` whose
+// dependency failed — a dependsOn step that did not succeed, the step
+// producing one of its inputs, or in StepByStep an earlier step — is
+// skipped, without running, its message naming the failed step. Steps with
+// `if` (always, or a condition on status) keep the library's rules.
+
+// depSkipPrefix starts the message of a step skipped by the guard.
+const depSkipPrefix = "not run: "
+
+// stepDeps is what one step waits for.
+type stepDeps struct {
+	// conditional: the step has `if`; the guard leaves it alone.
+	conditional bool
+	dependsOn   []string
+	inputs      []string
+	// before are the earlier steps of its level in StepByStep mode.
+	before []string
+}
+
+// guard knows the dependencies of every step of a plan.
+type guard struct {
+	steps map[string]stepDeps
+	// outputs maps each step output name to the steps producing it.
+	outputs map[string][]string
+}
+
+func newGuard(p Plan) *guard {
+	g := &guard{steps: map[string]stepDeps{}, outputs: map[string][]string{}}
+	var topBefore []string
+	for _, s := range p.Steps {
+		d := stepDeps{conditional: s.If != "", dependsOn: s.DependsOn}
+		for _, in := range s.Inputs {
+			d.inputs = append(d.inputs, in.From)
+		}
+		if p.Mode.Steps != wfv1alpha1.WorkflowModeDAG && len(s.DependsOn) == 0 {
+			d.before = append([]string(nil), topBefore...)
+		}
+		topBefore = append(topBefore, s.Name)
+		g.steps[s.Name] = d
+		for _, o := range s.Outputs {
+			g.outputs[o.Name] = append(g.outputs[o.Name], s.Name)
+		}
+		mode := p.Mode.SubSteps
+		if s.Mode != "" {
+			mode = s.Mode
+		}
+		var subBefore []string
+		for _, sub := range s.SubSteps {
+			sd := stepDeps{conditional: sub.If != "", dependsOn: sub.DependsOn}
+			for _, in := range sub.Inputs {
+				sd.inputs = append(sd.inputs, in.From)
+			}
+			if mode == wfv1alpha1.WorkflowModeStep && len(sub.DependsOn) == 0 {
+				sd.before = append([]string(nil), subBefore...)
+			}
+			subBefore = append(subBefore, sub.Name)
+			g.steps[sub.Name] = sd
+			for _, o := range sub.Outputs {
+				g.outputs[o.Name] = append(g.outputs[o.Name], sub.Name)
+			}
+		}
+	}
+	return g
+}
+
+// producers returns the steps whose outputs hold the variable path from
+// ("a" or "a.b" for an output "a").
+func (g *guard) producers(from string) []string {
+	var out []string
+	for name, steps := range g.outputs {
+		if from == name || strings.HasPrefix(from, name+".") {
+			out = append(out, steps...)
+		}
+	}
+	return out
+}
+
+// failedForGood reports whether s failed and will not run again.
+func failedForGood(s wfv1alpha1.StepStatus) bool {
+	return s.Phase == wfv1alpha1.WorkflowStepPhaseFailed && StepFinished(s.Phase, s.Reason)
+}
+
+// skippedByGuard reports whether s was skipped because its dependency
+// failed.
+func skippedByGuard(s wfv1alpha1.StepStatus) bool {
+	return s.Phase == wfv1alpha1.WorkflowStepPhaseSkipped && strings.HasPrefix(s.Message, depSkipPrefix)
+}
+
+// blocked returns why step name must not run given the step statuses st
+// (by name), or ok false when the guard does not decide.
+func (g *guard) blocked(name string, st map[string]wfv1alpha1.StepStatus) (string, bool) {
+	d, known := g.steps[name]
+	if !known || d.conditional {
+		return "", false
+	}
+	why := func(dep string, s wfv1alpha1.StepStatus) string {
+		switch {
+		case skippedByGuard(s):
+			return fmt.Sprintf("%sstep %q was not run (%s)", depSkipPrefix, dep, strings.TrimPrefix(s.Message, depSkipPrefix))
+		case s.Phase == wfv1alpha1.WorkflowStepPhaseSkipped:
+			return fmt.Sprintf("%sstep %q, which it depends on, was skipped", depSkipPrefix, dep)
+		}
+		return fmt.Sprintf("%sstep %q failed", depSkipPrefix, dep)
+	}
+	for _, dep := range d.dependsOn {
+		if s, ok := st[dep]; ok && StepFinished(s.Phase, s.Reason) && s.Phase != wfv1alpha1.WorkflowStepPhaseSucceeded {
+			return why(dep, s), true
+		}
+	}
+	for _, in := range d.inputs {
+		for _, dep := range g.producers(in) {
+			if s, ok := st[dep]; ok && (failedForGood(s) || skippedByGuard(s)) {
+				return why(dep, s), true
+			}
+		}
+	}
+	for _, dep := range d.before {
+		if s, ok := st[dep]; ok && (failedForGood(s) || skippedByGuard(s)) {
+			return why(dep, s), true
+		}
+	}
+	return "", false
+}
+
+// skip returns the status of step name skipped for why; its id is the
+// one st has, else a new one as the library would give.
+func skip(name, why string, st map[string]wfv1alpha1.StepStatus) wfv1alpha1.StepStatus {
+	s := st[name]
+	id := s.ID
+	if id == "" {
+		id = rand.RandomString(10)
+	}
+	return wfv1alpha1.StepStatus{ID: id, Name: name, Type: s.Type, Phase: wfv1alpha1.WorkflowStepPhaseSkipped, Reason: wftypes.StatusReasonSkip, Message: why}
+}
+
+// wrap returns runners guarded.
+func (g *guard) wrap(runners []wftypes.TaskRunner) []wftypes.TaskRunner {
+	out := make([]wftypes.TaskRunner, len(runners))
+	for i, r := range runners {
+		out[i] = guardedRunner{TaskRunner: r, g: g}
+	}
+	return out
+}
+
+// guardedRunner runs a step unless the guard skips it.
+type guardedRunner struct {
+	wftypes.TaskRunner
+	g *guard
+}
+
+// Pending lets a step whose dependency failed go to Run (to be skipped)
+// instead of waiting for an input that will not come.
+func (r guardedRunner) Pending(ctx monitorContext.Context, wfCtx wfContext.Context, st map[string]wfv1alpha1.StepStatus) (bool, wfv1alpha1.StepStatus) {
+	if _, blocked := r.g.blocked(r.Name(), st); blocked {
+		return false, wfv1alpha1.StepStatus{}
+	}
+	return r.TaskRunner.Pending(ctx, wfCtx, st)
+}
+
+// Run skips the step when its dependency failed; otherwise it runs it, a
+// step group with its sub-steps guarded too.
+func (r guardedRunner) Run(wfCtx wfContext.Context, opts *wftypes.TaskRunOptions) (wfv1alpha1.StepStatus, *wftypes.Operation, error) {
+	if why, blocked := r.g.blocked(r.Name(), opts.StepStatus); blocked {
+		return skip(r.Name(), why, opts.StepStatus), &wftypes.Operation{Skip: true}, nil
+	}
+	if opts.Engine != nil {
+		opts.Engine = guardedEngine{Engine: opts.Engine, g: r.g}
+	}
+	return r.TaskRunner.Run(wfCtx, opts)
+}
+
+// guardedEngine is the library's engine as a step group sees it: the
+// sub-steps it runs are guarded.
+type guardedEngine struct {
+	wftypes.Engine
+	g *guard
+}
+
+func (e guardedEngine) Run(ctx monitorContext.Context, runners []wftypes.TaskRunner, dag bool) error {
+	return e.Engine.Run(ctx, e.g.wrap(runners), dag)
+}
