@@ -38,11 +38,9 @@ var deviations = map[string]deviation{
 // by case number. A fix takes its case off this list (the test fails when
 // a pending case passes); the goal is an empty list.
 var pending = map[string]string{
-	"002": "appliesToWorkloads mismatch (expose on a daemon) is an error, not a warning; +patchStrategy=open (command trait)",
+	"002": "appliesToWorkloads mismatch (expose on a daemon) is an error, not a warning (renders identically once it is one)",
 	"005": "nocalhost trait: the JSON-encoded annotation differs",
 	"013": "check-metrics step: $returns does not compile; then deviation (a) for the gateway Ingress",
-	"018": "lifecycle trait: +patchKey=name on a patch element without name does not merge into the first container",
-	"020": "resource trait: +patchKey=name on a patch element without name does not merge into the first container",
 	"030": "only the first YAML document of a -f file should be read",
 	"039": "anonymous policies (no name) are refused",
 	"045": "replication policy type unknown",
@@ -51,7 +49,6 @@ var pending = map[string]string{
 	"051": "notification step: alias and field \"email\" conflict in CUE",
 	"052": "collect-service-endpoints ($returns) and export-data (placements) steps do not compile",
 	"055": "an application without components is refused",
-	"056": "two volumeMounts of one volume at different mountPaths: one is dropped",
 	"057": "policy outputs are not printed",
 	"058": "legacy CUE list arithmetic (+) is refused",
 	"062": "WARNING lines for standalone files the app does not reference are not printed on stdout",

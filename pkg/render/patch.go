@@ -28,15 +28,23 @@ import (
 //	//                                 JSON merge patch of the whole output
 //	// +patchStrategy=jsonPatch        (on `patch` itself) patch.operations is an
 //	//                                 RFC 6902 JSON patch of the whole output
+//	// +patchStrategy=open             (on `patch` itself) the default merge; KubeVela's
+//	//                                 engine ignores it too (its `command` trait
+//	//                                 marks its patch so)
+//
+// A +patchKey holds for the lists below its field as well, until a field
+// names its own (KubeVela inherits it the same way).
 //
 // Without markers: structs merge field by field; scalars are replaced by the
 // patch; lists of scalars are replaced; lists of objects merge by `name`
 // when every item has one, else item by item by index (the CUE
-// unification KubeVela users expect of `containers: [{...}]`).
+// unification KubeVela users expect of `containers: [{...}]`); see
+// mergeList for keyed lists and open lists' element patterns.
 const (
 	markerPatchKey      = "+patchKey="
 	markerPatchStrategy = "+patchStrategy="
 
+	strategyOpen           = "open"
 	strategyRetainKeys     = "retainKeys"
 	strategyReplace        = "replace"
 	strategyJSONMergePatch = "jsonMergePatch"
@@ -84,7 +92,7 @@ func (e *patchError) Error() string {
 // applyPatch applies the CUE value patch to base (JSON-like data, not
 // modified) and returns the result.
 func applyPatch(base map[string]any, patch cue.Value) (map[string]any, error) {
-	_, strategy := markers(patch)
+	key, strategy := markers(patch)
 	switch strategy {
 	case strategyJSONMergePatch:
 		var p any
@@ -112,11 +120,11 @@ func applyPatch(base map[string]any, patch cue.Value) (map[string]any, error) {
 			return nil, &patchError{msg: "a JSON patch must leave an object"}
 		}
 		return m, nil
-	case "", strategyRetainKeys, strategyReplace:
+	case "", strategyOpen, strategyRetainKeys, strategyReplace:
 	default:
-		return nil, &patchError{msg: fmt.Sprintf("unknown +patchStrategy=%s (want retainKeys, replace, jsonMergePatch or jsonPatch)", strategy)}
+		return nil, &patchError{msg: fmt.Sprintf("unknown +patchStrategy=%s (want retainKeys, replace, open, jsonMergePatch or jsonPatch)", strategy)}
 	}
-	out, err := mergeValue(deepCopy(base), patch, "", "", nil)
+	out, err := mergeValue(deepCopy(base), patch, key, "", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +146,9 @@ func decode(v cue.Value, out any) error {
 // mergeValue merges patch value pv into base according to the markers of
 // pv's field (key, strategy).
 func mergeValue(base any, pv cue.Value, key, strategy string, path []string) (any, error) {
-	if d, ok := pv.Default(); ok {
+	// An open list's default is its explicit items alone; keep the list
+	// itself so that its element pattern patches the other items.
+	if d, ok := pv.Default(); ok && !hasPattern(pv) {
 		pv = d
 	}
 	if err := pv.Err(); err != nil {
@@ -167,6 +177,11 @@ func mergeValue(base any, pv cue.Value, key, strategy string, path []string) (an
 		for it.Next() {
 			k := it.Selector().Unquoted()
 			fk, fs := markers(it.Value())
+			if fk == "" {
+				// A +patchKey holds for the lists below its field too, as
+				// in KubeVela, until a field names its own.
+				fk = key
+			}
 			merged, err := mergeValue(bm[k], it.Value(), fk, fs, sub(path, k))
 			if err != nil {
 				return nil, err
@@ -202,7 +217,23 @@ func mergeValue(base any, pv cue.Value, key, strategy string, path []string) (an
 	return x, nil
 }
 
-// mergeList merges a concrete list patch into base.
+// mergeList merges a concrete list patch into base, as KubeVela's
+// strategic unification does:
+//
+//   - With a +patchKey (the field's own or inherited from an enclosing
+//     field), patch items are matched to base items by key, one to one in
+//     order: a patch item whose key an earlier patch item used already
+//     pairs with the next base item of that key, or is appended unless an
+//     item of that key holds it whole already; so items sharing a key but
+//     otherwise distinct (two volumeMounts of one volume at different
+//     mountPaths) all survive, and a repeated one is not added twice. When no patch item has
+//     the key at all, items merge by position instead (KubeVela's
+//     `resource` trait patches the first container with `containers:
+//     [{resources: ...}]` under +patchKey=name).
+//   - Merging by position, the element pattern of an open list (`[...T]`,
+//     `[{...}, ...T]`) applies to every base item after the explicit ones
+//     (`containers: [...{lifecycle: ...}]` patches every container).
+//   - Lists of scalars are replaced.
 func mergeList(base any, pv cue.Value, key, strategy string, path []string) (any, error) {
 	items, err := listValues(pv)
 	if err != nil {
@@ -238,16 +269,23 @@ func mergeList(base any, pv cue.Value, key, strategy string, path []string) (any
 	if key == "" && allHaveName(bl, items) {
 		key = "name"
 	}
+	keys := strings.Split(key, ",")
+	if key != "" && !anyHasKey(items, keys) {
+		key = ""
+	}
 	out := append([]any(nil), bl...)
 	if key == "" {
 		// Item by item, as CUE unifies lists.
 		for i, it := range items {
 			p := sub(path, strconv.Itoa(i))
+			ik, is := markers(it)
+			if ik == "" {
+				ik = key
+			}
+			if is == "" {
+				is = strategy
+			}
 			if i < len(out) {
-				ik, is := markers(it)
-				if is == "" {
-					is = strategy
-				}
 				merged, err := mergeValue(out[i], it, ik, is, p)
 				if err != nil {
 					return nil, err
@@ -255,15 +293,27 @@ func mergeList(base any, pv cue.Value, key, strategy string, path []string) (any
 				out[i] = merged
 				continue
 			}
-			merged, err := mergeValue(nil, it, "", "", p)
+			merged, err := mergeValue(nil, it, ik, "", p)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, merged)
 		}
+		if hasPattern(pv) {
+			pattern := pv.LookupPath(cue.MakePath(cue.AnyIndex))
+			for i := len(items); i < len(bl); i++ {
+				merged, err := mergeValue(out[i], pattern, "", "", sub(path, strconv.Itoa(i)))
+				if err != nil {
+					return nil, err
+				}
+				out[i] = merged
+			}
+		}
 		return out, nil
 	}
-	keys := strings.Split(key, ",")
+	// paired marks the base items (and items appended by this patch) that
+	// a patch item has merged into already.
+	paired := make([]bool, len(out))
 	for i, it := range items {
 		var decoded any
 		if err := decode(it, &decoded); err != nil {
@@ -272,11 +322,19 @@ func mergeList(base any, pv cue.Value, key, strategy string, path []string) (any
 		id, ok := itemKey(decoded, keys)
 		match := -1
 		if ok {
+			known := false
 			for j, b := range out {
 				if bid, bok := itemKey(b, keys); bok && bid == id {
-					match = j
-					break
+					if !paired[j] {
+						match = j
+						break
+					}
+					known = known || contains(b, decoded)
 				}
+			}
+			if match < 0 && known {
+				// Already there (the patch names it twice): nothing to add.
+				continue
 			}
 		} else {
 			for j, b := range out {
@@ -285,27 +343,99 @@ func mergeList(base any, pv cue.Value, key, strategy string, path []string) (any
 					break
 				}
 			}
-			if match < 0 {
-				out = append(out, decoded)
-				continue
-			}
 		}
-		p := sub(path, strconv.Itoa(i))
 		if match < 0 {
 			out = append(out, decoded)
+			paired = append(paired, true)
 			continue
 		}
+		paired[match] = true
 		if strategy == strategyRetainKeys {
 			out[match] = decoded
 			continue
 		}
-		merged, err := mergeValue(out[match], it, "", "", p)
+		merged, err := mergeValue(out[match], it, key, "", sub(path, strconv.Itoa(i)))
 		if err != nil {
 			return nil, err
 		}
-		out[match] = merged
+		out[match] = exclusive(path, out[match], merged, it)
 	}
 	return out, nil
+}
+
+// contains reports whether merging sub into x would change nothing: every
+// field of sub is in x with the same value (lists and scalars equal).
+func contains(x, sub any) bool {
+	sm, ok := sub.(map[string]any)
+	if !ok {
+		return reflect.DeepEqual(normalize(x), normalize(sub))
+	}
+	xm, ok := x.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k, v := range sm {
+		if !contains(xm[k], v) {
+			return false
+		}
+	}
+	return true
+}
+
+// hasPattern reports whether v is an open list with an element pattern
+// other than top (`[...T]`, `[x, ...T]`).
+func hasPattern(v cue.Value) bool {
+	if v.IncompleteKind() != cue.ListKind {
+		return false
+	}
+	p := v.LookupPath(cue.MakePath(cue.AnyIndex))
+	return p.Exists() && p.IncompleteKind() != cue.TopKind
+}
+
+// anyHasKey reports whether some patch item has one of the key paths.
+func anyHasKey(items []cue.Value, keys []string) bool {
+	for _, it := range items {
+		for _, k := range keys {
+			sels := []cue.Selector{}
+			for _, seg := range strings.Split(strings.TrimSpace(k), ".") {
+				sels = append(sels, cue.Str(seg))
+			}
+			if it.LookupPath(cue.MakePath(sels...)).Exists() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// exclusiveFields are fields of a list item of which Kubernetes accepts
+// one, by list name: a container env var has a literal value or a
+// valueFrom, never both. When a patch item merged into a base item sets
+// one of them, the other one of the base item goes.
+var exclusiveFields = map[string][2]string{"env": {"value", "valueFrom"}}
+
+func exclusive(path []string, before, merged any, patch cue.Value) any {
+	if len(path) == 0 {
+		return merged
+	}
+	pair, ok := exclusiveFields[path[len(path)-1]]
+	if !ok {
+		return merged
+	}
+	m, ok := merged.(map[string]any)
+	b, _ := before.(map[string]any)
+	if !ok {
+		return merged
+	}
+	for i, f := range pair {
+		other := pair[1-i]
+		if patch.LookupPath(cue.MakePath(cue.Str(f))).Exists() && !patch.LookupPath(cue.MakePath(cue.Str(other))).Exists() {
+			if _, had := b[other]; had {
+				delete(m, other)
+			}
+		}
+	}
+	return merged
 }
 
 func listValues(v cue.Value) ([]cue.Value, error) {

@@ -126,6 +126,106 @@ func TestApplyPatch(t *testing.T) {
 			want:   `Always`,
 		},
 		{
+			reason: "+patchKey=name with no patch item naming it merges by position (KubeVela's resource trait patches the first container)",
+			patch: `patch: spec: template: spec: {
+	// +patchKey=name
+	containers: [{resources: requests: cpu: "2"}]
+}`,
+			path: "spec.template.spec.containers",
+			want: `[{name: app, image: "app:1", env: [{name: A, value: "1"}, {name: B, valueFrom: {secretKeyRef: {name: s, key: b}}}], envFrom: [{configMapRef: {name: base}}], args: ["--x", "--y"], resources: {limits: {cpu: "1", memory: 1Gi}, requests: {cpu: "2"}}}, {name: sidecar, image: "side:1"}]`,
+		},
+		{
+			reason: "an open list's element pattern patches every item (lifecycle trait: containers: [...{lifecycle: ...}])",
+			patch:  `patch: spec: template: spec: containers: [...{lifecycle: preStop: exec: command: ["stop"]}]`,
+			path:   "spec.template.spec.containers[1]",
+			want:   `{name: sidecar, image: "side:1", lifecycle: {preStop: {exec: {command: [stop]}}}}`,
+		},
+		{
+			reason: "explicit items of an open list merge by position, its pattern patches the items after them",
+			patch:  `patch: spec: template: spec: containers: [{image: "app:2"}, ...{imagePullPolicy: "Always"}]`,
+			path:   "spec.template.spec.containers[1]",
+			want:   `{name: sidecar, image: "side:1", imagePullPolicy: Always}`,
+		},
+		{
+			reason: "a +patchKey holds for the lists below its field (containers merge by image under patch's marker, not by position)",
+			patch: `// +patchKey=image
+patch: spec: template: spec: containers: [{image: "side:1", imagePullPolicy: "Always"}]`,
+			path: "spec.template.spec.containers[1]",
+			want: `{name: sidecar, image: "side:1", imagePullPolicy: Always}`,
+		},
+		{
+			reason: "items sharing a key but otherwise distinct all survive (two mounts of one volume); a repeated one is added once",
+			patch: `patch: spec: template: spec: {
+	// +patchKey=name
+	volumes: [{name: "data", emptyDir: {}}, {name: "data", emptyDir: {}}]
+	// +patchKey=name
+	containers: [{
+		name: "app"
+		// +patchKey=name
+		volumeMounts: [{name: "data", mountPath: "/a"}, {name: "data", mountPath: "/b"}, {name: "data", mountPath: "/a"}]
+	}]
+}`,
+			path: "spec.template.spec.containers[0].volumeMounts",
+			want: `[{name: data, mountPath: /a}, {name: data, mountPath: /b}]`,
+		},
+		{
+			reason: "a patch naming a base item's key twice merges the first into the base item and keeps the second",
+			patch: `patch: spec: template: spec: {
+	// +patchKey=name
+	volumes: [{name: "data", emptyDir: medium: "Memory"}, {name: "data", hostPath: path: "/d"}]
+}`,
+			path: "spec.template.spec.volumes",
+			want: `[{name: data, emptyDir: {medium: Memory}}, {name: data, hostPath: {path: /d}}]`,
+		},
+		{
+			reason: "+patchStrategy=open on patch is the default merge (KubeVela's command trait)",
+			patch: `// +patchStrategy=open
+patch: spec: template: spec: {
+	// +patchKey=name
+	containers: [{
+		name: "app"
+		// +patchStrategy=replace
+		command: ["run"]
+		// +patchStrategy=replace
+		args: ["--z"]
+	}]
+}`,
+			path: "spec.template.spec.containers[0]",
+			want: `{name: app, image: "app:1", command: [run], args: ["--z"], env: [{name: A, value: "1"}, {name: B, valueFrom: {secretKeyRef: {name: s, key: b}}}], envFrom: [{configMapRef: {name: base}}], resources: {limits: {cpu: "1", memory: 1Gi}}}`,
+		},
+		{
+			reason: "an env var given valueFrom by the patch loses the component's literal value",
+			patch: `patch: spec: template: spec: {
+	// +patchKey=name
+	containers: [{
+		name: "app"
+		// +patchKey=name
+		env: [{name: "A", valueFrom: secretKeyRef: {name: "s", key: "a"}}]
+	}]
+}`,
+			path: "spec.template.spec.containers[0].env[0]",
+			want: `{name: A, valueFrom: {secretKeyRef: {name: s, key: a}}}`,
+		},
+		{
+			reason: "an env var given a literal value by the patch loses the component's valueFrom",
+			patch: `patch: spec: template: spec: {
+	// +patchKey=name
+	containers: [{
+		name: "app"
+		// +patchKey=name
+		env: [{name: "B", value: "plain"}]
+	}]
+}`,
+			path: "spec.template.spec.containers[0].env[1]",
+			want: `{name: B, value: plain}`,
+		},
+		{
+			reason: "an unknown +patchStrategy is an error naming the ones there are",
+			patch: `// +patchStrategy=bogus
+patch: spec: replicas: 2`,
+			errMsg: "unknown +patchStrategy=bogus (want retainKeys, replace, open, jsonMergePatch or jsonPatch)",
+		},
+		{
 			reason: "lists of scalars are replaced",
 			patch:  `patch: spec: template: spec: containers: [{name: "app", args: ["--z"]}]`,
 			path:   "spec.template.spec.containers[0].args",
