@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 )
@@ -17,6 +19,7 @@ import (
 // deleteOptions are the flags of `oamflow delete`.
 type deleteOptions struct {
 	global       *GlobalOptions
+	orphan       bool
 	wait         bool
 	timeout      time.Duration
 	pollInterval time.Duration
@@ -25,12 +28,15 @@ type deleteOptions struct {
 func newDeleteCommand(g *GlobalOptions) *cobra.Command {
 	o := &deleteOptions{global: g}
 	cmd := &cobra.Command{
-		Use:   "delete APP [--wait]",
+		Use:   "delete APP [--orphan] [--wait]",
 		Short: "Delete an Application and, through the controller, everything it deployed",
 		Long: `Delete an Application. The controller then deletes the resources it deployed
 (in every cluster, as its garbage-collect policy says), its revisions and
 workflow state, and removes its finalizer; only then is the Application gone.
-With --wait, wait for that (exit 2 after --timeout).`,
+With --orphan, the resources are kept instead, without the Application's
+ownership labels (KubeVela's app.oam.dev/orphan-resource finalizer, which
+--orphan sets before deleting). With --wait, wait for that (exit 2 after
+--timeout).`,
 		Args:              exactlyOneApp,
 		ValidArgsFunction: completeApps(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -38,6 +44,7 @@ With --wait, wait for that (exit 2 after --timeout).`,
 		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&o.orphan, "orphan", false, "keep the resources the Application deployed (without its ownership labels) instead of deleting them")
 	f.BoolVarP(&o.wait, "wait", "w", false, "wait until the Application and its resources are gone")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "with --wait, give up after this long (exit 2)")
 	f.DurationVar(&o.pollInterval, "poll-interval", defaultPollInterval, "with --wait, how often to read the Application")
@@ -62,11 +69,32 @@ func (o *deleteOptions) run(ctx context.Context, name string, out io.Writer) err
 	key := client.ObjectKey{Namespace: o.global.ResolvedNamespace(), Name: name}
 	app := &v1beta1.Application{}
 	app.Namespace, app.Name = key.Namespace, key.Name
+	if o.orphan {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, key, app); err != nil {
+				return err
+			}
+			if !controllerutil.AddFinalizer(app, v1beta1.FinalizerOrphanResource) {
+				return nil
+			}
+			return c.Update(ctx, app)
+		})
+		if apierrors.IsNotFound(err) {
+			return appReadError(err, "deleting", key.Namespace, key.Name, o.global.Namespace != "")
+		}
+		if err != nil {
+			return appWriteError(err, "setting the finalizer "+v1beta1.FinalizerOrphanResource+" of", key.Namespace, key.Name)
+		}
+	}
 	if err := c.Delete(ctx, app, client.PropagationPolicy("Background")); err != nil {
 		return appReadError(err, "deleting", key.Namespace, key.Name, o.global.Namespace != "")
 	}
+	done := "the controller removes its resources"
+	if o.orphan {
+		done = "the controller releases its resources, which are kept"
+	}
 	if !o.wait {
-		fmt.Fprintf(out, "Application %s deleted; the controller removes its resources\n", key)
+		fmt.Fprintf(out, "Application %s deleted; %s\n", key, done)
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)

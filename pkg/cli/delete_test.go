@@ -81,6 +81,28 @@ func testDelete(t *testing.T, e *cliEnv) {
 		}))
 	})
 
+	t.Run("--orphan sets KubeVela's orphan-resource finalizer, then deletes", func(t *testing.T) {
+		create("del-orphan", finalizer)
+		r := e.run("", "delete", "del-orphan", "--orphan")
+		require.Equal(t, ExitOK, r.code, r.err)
+		assert.Equal(t, "Application default/del-orphan deleted; the controller releases its resources, which are kept\n", r.out)
+		app := &v1beta1.Application{}
+		require.NoError(t, e.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "del-orphan"}, app))
+		assert.NotNil(t, app.DeletionTimestamp)
+		assert.ElementsMatch(t, []string{finalizer, v1beta1.FinalizerOrphanResource}, app.Finalizers)
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := e.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "del-orphan"}, app); err != nil {
+				return err
+			}
+			app.Finalizers = nil
+			return e.c.Update(ctx, app)
+		}))
+		r = e.run("", "delete", "never-was", "--orphan")
+		assert.Equal(t, ExitUserError, r.code)
+		require.Error(t, r.err)
+		assert.Contains(t, r.err.Error(), "default/never-was not found")
+	})
+
 	t.Run("a missing Application is the user's error", func(t *testing.T) {
 		r := e.run("", "delete", "never-was")
 		assert.Equal(t, ExitUserError, r.code)

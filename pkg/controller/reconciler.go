@@ -808,18 +808,32 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// reconcileDelete deletes everything the Application deployed, then its
-// workflow context and revisions, then lets it go.
+// reconcileDelete deletes everything the Application deployed (or, with
+// the orphan-resource finalizer, releases it: see resourcekeeper's
+// Delete), then its workflow context and revisions, then lets it go.
 func (r *Reconciler) reconcileDelete(ctx context.Context, app *v1beta1.Application) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if !controllerutil.ContainsFinalizer(app, Finalizer) {
+		// Never deployed by this controller (it adds its finalizer
+		// first): nothing to orphan, and nobody else would release it.
+		if controllerutil.ContainsFinalizer(app, v1beta1.FinalizerOrphanResource) {
+			base := app.DeepCopy()
+			controllerutil.RemoveFinalizer(app, v1beta1.FinalizerOrphanResource)
+			if err := r.client.Patch(ctx, app, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, fmt.Errorf("removing the finalizer %s of %s/%s: %w", v1beta1.FinalizerOrphanResource, app.Namespace, app.Name, err)
+			}
+		}
 		return ctrl.Result{}, nil
 	}
 	if app.Status.Phase != common.ApplicationDeleting {
+		what := "deleting the resources of the Application"
+		if controllerutil.ContainsFinalizer(app, v1beta1.FinalizerOrphanResource) {
+			what = "releasing the resources of the Application (" + v1beta1.FinalizerOrphanResource + "): they are kept"
+		}
 		before := app.DeepCopy()
 		app.Status.Phase = common.ApplicationDeleting
-		setCondition(app, ConditionReady, false, ReasonDeleting, "deleting the resources of the Application")
-		r.recorder.Event(app, "Normal", phaseReason(common.ApplicationDeleting), "deleting the resources of the Application")
+		setCondition(app, ConditionReady, false, ReasonDeleting, what)
+		r.recorder.Event(app, "Normal", phaseReason(common.ApplicationDeleting), what)
 		if err := r.client.Status().Patch(ctx, app, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, fmt.Errorf("patching status of %s/%s: %w", app.Namespace, app.Name, err)
 		}
@@ -852,6 +866,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, app *v1beta1.Applicati
 	}
 	base := app.DeepCopy()
 	controllerutil.RemoveFinalizer(app, Finalizer)
+	// KubeVela's orphan finalizer has done its work (the keeper orphaned
+	// the resources): nobody else removes it.
+	controllerutil.RemoveFinalizer(app, v1beta1.FinalizerOrphanResource)
 	if err := r.client.Patch(ctx, app, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("removing the finalizer of %s/%s: %w", app.Namespace, app.Name, err)
 	}

@@ -401,6 +401,47 @@ func TestExampleAppLifecycle(t *testing.T) {
 	assert.True(t, apierrors.IsNotFound(env(t).Client.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: workflow.ContextName("shop")}, cm)))
 }
 
+// TestOrphanResourceFinalizer: an Application deleted with KubeVela's
+// orphan-resource finalizer (`oamflow delete --orphan`, `vela delete
+// --orphan`) leaves every object it deployed in place, without its
+// ownership labels, and is released (it used to hang on the finalizer
+// after its resources were deleted).
+func TestOrphanResourceFinalizer(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	ctx := context.Background()
+	app := h.app("kept", exampleApp)
+	h.until(app, true, 60*time.Second, phaseIs(common.ApplicationRunning))
+
+	h.update(app, func(a *v1beta1.Application) {
+		a.Finalizers = append(a.Finalizers, v1beta1.FinalizerOrphanResource)
+	})
+	require.NoError(t, env(t).Client.Delete(ctx, h.get(app)))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := h.reconcile(app)
+		require.NoError(t, err)
+		cur := &v1beta1.Application{}
+		if err := env(t).Client.Get(ctx, client.ObjectKeyFromObject(app), cur); apierrors.IsNotFound(err) {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the Application was not released: finalizers %v", cur.Finalizers)
+		time.Sleep(200 * time.Millisecond)
+	}
+	objs := []client.Object{&appsv1.Deployment{}, &appsv1.Deployment{}, &corev1.Service{}}
+	for i, name := range []string{"web", "worker", "web"} {
+		obj := objs[i]
+		require.NoError(t, env(t).Client.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: name}, obj), "%T %s is kept", obj, name)
+		assert.Nil(t, obj.GetDeletionTimestamp(), "%T %s", obj, name)
+		for _, l := range []string{v1beta1.LabelAppName, v1beta1.LabelAppNamespace, v1beta1.LabelAppComponent, v1beta1.LabelAppRevision} {
+			assert.NotContains(t, obj.GetLabels(), l, "%T %s", obj, name)
+		}
+	}
+	var rts v1beta1.ResourceTrackerList
+	require.NoError(t, env(t).Client.List(ctx, &rts, client.MatchingLabels{v1beta1.LabelAppName: "kept", v1beta1.LabelAppNamespace: h.ns}))
+	assert.Empty(t, rts.Items)
+	assert.Empty(t, h.revisions("kept"))
+}
+
 func TestNoOpReconcileWritesNothing(t *testing.T) {
 	h := newHarness(t, harnessOpt{})
 	app := h.app("quiet", `

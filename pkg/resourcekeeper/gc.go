@@ -44,7 +44,8 @@ var ownershipLabels = []string{
 // untouched. garbage-collect rules apply: strategy never/onAppDelete and
 // keepLegacyResource move the object to the root tracker (kept until the
 // Application is deleted); propagation orphan removes our labels and keeps
-// the object; cascading deletes in the foreground, otherwise in the
+// the object (so does the orphan-resource finalizer for every object, as
+// in KubeVela); cascading deletes in the foreground, otherwise in the
 // background. A tracked Helm release is uninstalled through the
 // ReleaseHandler instead of deleted (orphan leaves it installed). With order dependency, the objects of a component are deleted
 // only after those of every component depending on it are gone. A shared
@@ -146,8 +147,11 @@ func (k *Keeper) GarbageCollect(ctx context.Context) (done bool, err error) {
 // ResourceTrackers (root and all revisions) is deleted — or orphaned, handed
 // over to the next sharer, or left alone (strategy never, or owned by
 // another Application now) — in dependency order when the policy asks for
-// it; then the trackers are deleted. done is true once nothing is left and
-// the finalizer may be removed.
+// it; then the trackers are deleted. With the orphan-resource finalizer on
+// the Application (v1beta1.FinalizerOrphanResource) every tracked object
+// is orphaned instead — kept, without the Application's ownership labels —
+// strategy never included, and Helm releases stay installed. done is true
+// once nothing is left and the finalizer may be removed.
 func (k *Keeper) Delete(ctx context.Context) (done bool, err error) {
 	hub, err := k.hub(ctx)
 	if err != nil {
@@ -282,6 +286,16 @@ func (k *Keeper) dependsOn(a, b string) bool {
 	return false
 }
 
+// gcRule is the garbage-collect rule of obj; with the orphan-resource
+// finalizer on the Application, its propagation is orphan.
+func (k *Keeper) gcRule(obj *unstructured.Unstructured) GarbageCollectRule {
+	r := k.policies.gcRule(obj)
+	if k.orphan {
+		r.Propagation = GCPropagationOrphan
+	}
+	return r
+}
+
 // collectOne collects one tracked object (a Helm release: see collectRelease).
 func (k *Keeper) collectOne(ctx context.Context, e v1beta1.ManagedResource, appDelete bool) (outcome, error) {
 	if isReleaseEntry(e) {
@@ -312,12 +326,12 @@ func (k *Keeper) collectOne(ctx context.Context, e v1beta1.ManagedResource, appD
 		}
 		return outGone, nil
 	}
-	rule := k.policies.gcRule(live)
+	rule := k.gcRule(live)
 	if !appDelete && (rule.Strategy == GCNever || rule.Strategy == GCOnAppDelete ||
 		(k.policies.GarbageCollect != nil && k.policies.GarbageCollect.KeepLegacyResource)) {
 		return outKeep, nil
 	}
-	if appDelete && rule.Strategy == GCNever {
+	if appDelete && rule.Strategy == GCNever && !k.orphan {
 		return outGone, nil
 	}
 	if others := slices.DeleteFunc(sharers(live), func(s string) bool { return s == k.ownerKey() }); len(others) > 0 {

@@ -70,6 +70,9 @@ type Keeper struct {
 	policies     Policies
 	deps         map[string][]string
 	releases     ReleaseHandler
+	// orphan: the Application carries FinalizerOrphanResource; whatever
+	// is collected is orphaned instead of deleted.
+	orphan bool
 
 	// trackerMu serialises this Keeper's ResourceTracker writes: a deploy
 	// step applies to several clusters at once through one Keeper, and
@@ -107,6 +110,7 @@ func New(app *v1beta1.Application, revision int64, opts Options) (*Keeper, error
 		policies:     opts.Policies,
 		deps:         deps,
 		releases:     opts.Releases,
+		orphan:       slices.Contains(app.Finalizers, v1beta1.FinalizerOrphanResource),
 	}, nil
 }
 

@@ -449,6 +449,59 @@ func TestDelete(t *testing.T) {
 	assert.True(t, done, "idempotent")
 }
 
+// TestOrphanFinalizer: with KubeVela's orphan-resource finalizer on the
+// Application, deleting it keeps every tracked object, strategy never
+// included, without the Application's ownership labels, and drops the
+// trackers; a revision's garbage collection orphans too.
+func TestOrphanFinalizer(t *testing.T) {
+	orphaning := func(a *v1beta1.Application) { a.Finalizers = []string{v1beta1.FinalizerOrphanResource} }
+	ownedBy := func(t *testing.T, obj *unstructured.Unstructured) {
+		t.Helper()
+		for _, l := range ownershipLabels {
+			assert.NotContains(t, obj.GetLabels(), l, "%s %s", obj.GetKind(), obj.GetName())
+		}
+		assert.NotContains(t, obj.GetAnnotations(), AnnoAppliedHash)
+	}
+	t.Run("delete keeps everything", func(t *testing.T) {
+		f := newFixture(t)
+		app := f.app("shop", orphaning)
+		p := Policies{GarbageCollect: &GarbageCollectPolicy{Rules: []GarbageCollectRule{
+			{Selector: ResourceSelector{ResourceNames: []string{"forever"}}, Strategy: GCNever},
+		}}}
+		require.NoError(t, f.keeper(app, 1, p).Apply(f.ctx, "", objs(deployment(app, 1, "worker", "worker"), configMap(app, 1, "c", "forever"))))
+		k2 := f.keeper(app, 2, p)
+		require.NoError(t, k2.Apply(f.ctx, "", objs(deployment(app, 2, "web", "web"), service(app, 2, "web", "web"))))
+
+		done, err := k2.Delete(f.ctx)
+		require.NoError(t, err)
+		assert.True(t, done)
+		for _, n := range []struct{ apiVersion, kind, name string }{
+			{"apps/v1", "Deployment", "worker"}, {"v1", "ConfigMap", "forever"}, {"apps/v1", "Deployment", "web"}, {"v1", "Service", "web"},
+		} {
+			live := f.get(n.apiVersion, n.kind, n.name)
+			require.NotNil(t, live, "%s %s is kept", n.kind, n.name)
+			assert.Nil(t, live.GetDeletionTimestamp())
+			ownedBy(t, live)
+		}
+		var list v1beta1.ResourceTrackerList
+		require.NoError(t, env.Client.List(f.ctx, &list, client.MatchingLabels{v1beta1.LabelAppName: "shop", v1beta1.LabelAppNamespace: f.ns}))
+		assert.Empty(t, list.Items, "the trackers go")
+	})
+	t.Run("garbage collection orphans", func(t *testing.T) {
+		f := newFixture(t)
+		app := f.app("shop", orphaning)
+		require.NoError(t, f.keeper(app, 1).Apply(f.ctx, "", objs(deployment(app, 1, "worker", "worker"), deployment(app, 1, "web", "web"))))
+		k2 := f.keeper(app, 2)
+		require.NoError(t, k2.Apply(f.ctx, "", objs(deployment(app, 2, "web", "web"))))
+		done, err := k2.GarbageCollect(f.ctx)
+		require.NoError(t, err)
+		assert.True(t, done)
+		live := f.get("apps/v1", "Deployment", "worker")
+		require.NotNil(t, live, "dropped by revision 2 but kept")
+		ownedBy(t, live)
+	})
+}
+
 func TestStateKeep(t *testing.T) {
 	t.Run("a no-op state-keep issues zero write requests", func(t *testing.T) {
 		f := newFixture(t)

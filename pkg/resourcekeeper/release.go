@@ -129,7 +129,7 @@ func (k *Keeper) collectRelease(ctx context.Context, e v1beta1.ManagedResource, 
 	ref := refString(e.ClusterObjectReference)
 	log := ctrl.LoggerFrom(ctx)
 	obj := trackedObject(e)
-	rule := k.policies.gcRule(obj)
+	rule := k.gcRule(obj)
 	if !appDelete && (rule.Strategy == GCNever || rule.Strategy == GCOnAppDelete ||
 		(k.policies.GarbageCollect != nil && k.policies.GarbageCollect.KeepLegacyResource)) {
 		return outKeep, nil

@@ -22,3 +22,10 @@ const (
 	LabelClusterCredType = "cluster.core.oam.dev/cluster-credential-type"
 	ClusterLocal         = "local"
 )
+
+// FinalizerOrphanResource on an Application (what `vela delete --orphan`
+// and `oamflow delete --orphan` set) keeps the resources it deployed when
+// they are collected, the Application's deletion included: they lose the
+// Application's ownership labels instead of being deleted. The controller
+// removes it together with its own finalizer.
+const FinalizerOrphanResource = "app.oam.dev/orphan-resource"
