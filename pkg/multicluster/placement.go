@@ -19,7 +19,7 @@ type Placement = render.Placement
 // props are the policy's properties (the KubeVela topology contract):
 //
 //	clusters: [...string]               // by name; each must be registered
-//	clusterLabelSelector: {key: value}  // members carrying every label ({} = all members)
+//	clusterLabelSelector: {key: value}  // members carrying every label ({} = every cluster, the hub included)
 //	clusterSelector: {key: value}       // deprecated alias of clusterLabelSelector
 //	allowEmpty: bool                    // an empty selection is not an error
 //	namespace: string                   // namespace in each cluster ("" = the app's)

@@ -346,7 +346,8 @@ func (r *Registry) List(ctx context.Context) ([]Cluster, error) {
 
 // SelectClusters returns the names of the member clusters carrying every
 // label of selector, sorted; an empty selector selects every member. The
-// hub has no labels and is never selected (as in KubeVela). Malformed
+// hub has no labels: a non-empty selector never selects it, and for an
+// empty one render.PlanDeploy adds it (as KubeVela does). Malformed
 // members are selected too, so that their failure is reported rather than
 // their resources treated as unwanted. It implements render.ClusterResolver.
 func (r *Registry) SelectClusters(ctx context.Context, selector map[string]string) ([]string, error) {

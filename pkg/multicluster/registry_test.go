@@ -324,9 +324,14 @@ func TestResolvePlacements(t *testing.T) {
 			want:   []Placement{{Cluster: "east-1", Namespace: "apps"}},
 		},
 		{
-			reason: "an empty selector selects every member, not the hub",
-			props:  map[string]any{"clusterLabelSelector": map[string]any{}},
-			want:   []Placement{{Cluster: "east-1"}, {Cluster: "east-2"}, {Cluster: "west-1"}},
+			reason: "an empty selector selects every cluster, the hub first (as in KubeVela)",
+			props:  map[string]any{"clusterLabelSelector": map[string]any{}, "namespace": "apps"},
+			want:   []Placement{{Cluster: "local", Namespace: "apps"}, {Cluster: "east-1", Namespace: "apps"}, {Cluster: "east-2", Namespace: "apps"}, {Cluster: "west-1", Namespace: "apps"}},
+		},
+		{
+			reason: "so does the deprecated clusterSelector",
+			props:  map[string]any{"clusterSelector": map[string]any{}},
+			want:   []Placement{{Cluster: "local"}, {Cluster: "east-1"}, {Cluster: "east-2"}, {Cluster: "west-1"}},
 		},
 		{
 			reason: "the deprecated clusterSelector",

@@ -23,7 +23,8 @@ type Placement struct {
 }
 
 // ClusterResolver finds the clusters whose labels match a topology's
-// clusterLabelSelector.
+// clusterLabelSelector. The hub is not its business: PlanDeploy adds it
+// for an empty selector ({} selects every cluster, the hub included).
 type ClusterResolver interface {
 	SelectClusters(ctx context.Context, selector map[string]string) ([]string, error)
 }
@@ -239,6 +240,11 @@ func placements(ctx context.Context, topologies []*appfile.Policy, resolver Clus
 				plan.Warnings = append(plan.Warnings, fmt.Sprintf("policy %q: clusterLabelSelector {%s} cannot be resolved offline; rendering once for a placeholder cluster (give --cluster-labels NAME=KEY=VALUE,… to name clusters)", t.Name, selectorString(selector)))
 				clusters = append(clusters, name)
 			} else {
+				if len(selector) == 0 {
+					// An empty selector selects every cluster, the hub
+					// (which has no labels) first, as in KubeVela.
+					clusters = append(clusters, v1beta1.ClusterLocal)
+				}
 				names, err := resolver.SelectClusters(ctx, selector)
 				if err != nil {
 					return nil, nil, fmt.Errorf("policy %q: selecting clusters {%s}: %w", t.Name, selectorString(selector), err)
