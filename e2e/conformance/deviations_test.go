@@ -39,7 +39,6 @@ var deviations = map[string]deviation{
 // a pending case passes); the goal is an empty list.
 var pending = map[string]string{
 	"002": "appliesToWorkloads mismatch (expose on a daemon) is an error, not a warning (renders identically once it is one)",
-	"005": "nocalhost trait: the JSON-encoded annotation differs",
 	"013": "check-metrics step: $returns does not compile; then deviation (a) for the gateway Ingress",
 	"030": "only the first YAML document of a -f file should be read",
 	"039": "anonymous policies (no name) are refused",

@@ -34,7 +34,67 @@ func toValue(c *cue.Context, x any) (cue.Value, error) {
 }
 
 // toExpr builds the CUE syntax of JSON-like Go data.
-func toExpr(x any) (ast.Expr, error) {
+func toExpr(x any) (ast.Expr, error) { return toExprOrdered(x, cue.Value{}) }
+
+// toOrderedValue is toValue with the fields of every object ordered as
+// the same fields of schema are (then the others, sorted): a template
+// unified with data lists the data's fields in the data's order, and
+// KubeVela, compiling the parameter after the template, lists them in the
+// parameter schema's order (json.Marshal of a parameter shows it).
+func toOrderedValue(c *cue.Context, x any, schema cue.Value) (cue.Value, error) {
+	expr, err := toExprOrdered(x, schema)
+	if err != nil {
+		return cue.Value{}, err
+	}
+	v := c.BuildExpr(expr)
+	return v, v.Err()
+}
+
+// schemaOrder returns the labels of schema's fields (optional ones too) in
+// declaration order; nil when schema is not a struct.
+func schemaOrder(schema cue.Value) []string {
+	if !schema.Exists() {
+		return nil
+	}
+	if d, ok := schema.Default(); ok {
+		schema = d
+	}
+	if schema.IncompleteKind()&cue.StructKind == 0 {
+		return nil
+	}
+	it, err := schema.Fields(cue.Optional(true))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for it.Next() {
+		out = append(out, it.Selector().Unquoted())
+	}
+	return out
+}
+
+// childSchema is the schema of field k (or item i) of schema.
+func childSchema(schema cue.Value, sel cue.Selector) cue.Value {
+	if !schema.Exists() {
+		return cue.Value{}
+	}
+	if d, ok := schema.Default(); ok {
+		schema = d
+	}
+	if schema.IncompleteKind() == cue.TopKind {
+		return cue.Value{}
+	}
+	c := schema.LookupPath(cue.MakePath(sel))
+	if !c.Exists() && sel.Type() == cue.IndexLabel {
+		c = schema.LookupPath(cue.MakePath(cue.AnyIndex))
+	}
+	if !c.Exists() || c.IncompleteKind() == cue.TopKind {
+		return cue.Value{}
+	}
+	return c
+}
+
+func toExprOrdered(x any, schema cue.Value) (ast.Expr, error) {
 	switch v := x.(type) {
 	case nil:
 		return ast.NewNull(), nil
@@ -69,9 +129,29 @@ func toExpr(x any) (ast.Expr, error) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
+		if order := schemaOrder(schema); len(order) > 0 {
+			first := make([]string, 0, len(keys))
+			seen := make(map[string]bool, len(order))
+			for _, k := range order {
+				if _, ok := v[k]; ok && !seen[k] {
+					first = append(first, k)
+					seen[k] = true
+				}
+			}
+			for _, k := range keys {
+				if !seen[k] {
+					first = append(first, k)
+				}
+			}
+			keys = first
+		}
 		st := &ast.StructLit{Elts: make([]ast.Decl, 0, len(keys))}
 		for _, k := range keys {
-			e, err := toExpr(v[k])
+			var cs cue.Value
+			if schema.Exists() {
+				cs = childSchema(schema, cue.Str(k))
+			}
+			e, err := toExprOrdered(v[k], cs)
 			if err != nil {
 				return nil, err
 			}
@@ -80,8 +160,12 @@ func toExpr(x any) (ast.Expr, error) {
 		return st, nil
 	case []any:
 		l := &ast.ListLit{Elts: make([]ast.Expr, 0, len(v))}
-		for _, e := range v {
-			ex, err := toExpr(e)
+		for i, e := range v {
+			var cs cue.Value
+			if schema.Exists() {
+				cs = childSchema(schema, cue.Index(i))
+			}
+			ex, err := toExprOrdered(e, cs)
 			if err != nil {
 				return nil, err
 			}

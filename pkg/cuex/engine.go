@@ -351,14 +351,16 @@ func fill(t *Template, fills map[string]any) (cue.Value, error) {
 		}
 	}
 	if simple {
-		fv, err := toValue(v.Context(), fills)
+		// Each fill's objects list their fields in the order the
+		// template declares them (as KubeVela's output does).
+		fv, err := toOrderedValue(v.Context(), fills, v)
 		if err != nil {
 			return v, &Error{Source: t.src, Message: "cannot encode the values to fill in: " + err.Error()}
 		}
 		return v.Unify(fv), nil
 	}
 	for _, p := range sortedKeys(fills) {
-		fv, err := toValue(v.Context(), fills[p])
+		fv, err := toOrderedValue(v.Context(), fills[p], v.LookupPath(cue.ParsePath(p)))
 		if err != nil {
 			return v, &Error{Source: t.src, Path: p, Message: "cannot encode the value to fill in: " + err.Error()}
 		}

@@ -132,3 +132,49 @@ func TestEncodeKeepsNumberKinds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `{"f":2.0,"g":-1.5,"i":2,"l":[true],"n":null,"s":"a\\(b)\""}`, s)
 }
+
+// TestFillOrdersFieldsAsTheTemplate: filled objects list their fields in
+// the template's declaration order, then the undeclared ones sorted, so
+// json.Marshal of a parameter prints what KubeVela prints (nocalhost).
+func TestFillOrdersFieldsAsTheTemplate(t *testing.T) {
+	e := NewEngine()
+	tm, err := e.Compile(Source{Kind: "trait", Name: "order"}, `
+import "encoding/json"
+out: json.Marshal(parameter)
+parameter: {
+	run: [...string]
+	limits: {memory: string, cpu: string}
+	items: [...{name: string, value: string}]
+	more?: {...}
+}`)
+	require.NoError(t, err)
+	cases := []struct {
+		reason string
+		params map[string]any
+		want   string
+	}{
+		{
+			reason: "declared fields in declaration order, nested and in list items",
+			params: map[string]any{"limits": map[string]any{"cpu": "1", "memory": "1Gi"}, "run": []any{"sh"},
+				"items": []any{map[string]any{"value": "v", "name": "n"}}},
+			want: `{"run":["sh"],"limits":{"memory":"1Gi","cpu":"1"},"items":[{"name":"n","value":"v"}]}`,
+		},
+		{
+			reason: "fields of an open struct the schema does not name are sorted",
+			params: map[string]any{"run": []any{}, "limits": map[string]any{"cpu": "1", "memory": "1"}, "items": []any{},
+				"more": map[string]any{"b": 1, "a": 2}},
+			want: `{"run":[],"limits":{"memory":"1","cpu":"1"},"items":[],"more":{"a":2,"b":1}}`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			var got string
+			require.NoError(t, e.Eval(context.Background(), tm, map[string]any{"parameter": tc.params}, func(v cue.Value) error {
+				var err error
+				got, err = v.LookupPath(cue.ParsePath("out")).String()
+				return err
+			}))
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
