@@ -24,6 +24,7 @@ type deviation struct {
 const (
 	whyClusterVersion = "(a) offline, oamflow renders for a current cluster, vela for an ancient one"
 	whyTopologyNS     = "(b) a topology policy's namespace is applied offline"
+	whyPerCluster     = "(c) offline, each cluster a topology names is rendered, with its name in context.cluster"
 )
 
 // deviations by case number; docs/compatibility.md explains each.
@@ -32,6 +33,7 @@ var deviations = map[string]deviation{
 	"032": {why: whyTopologyNS, topologyNamespace: map[string]string{"topology-local": "examples-alternative"}},
 	"033": {why: whyTopologyNS, topologyNamespace: map[string]string{"topology-local": "examples-alternative"}},
 	"035": {why: whyTopologyNS, topologyNamespace: map[string]string{"target-prod": "prod"}},
+	"064": {why: whyPerCluster, replaced: []objKey{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "test"}}},
 }
 
 // pending lists the cases that still differ from vela for a known reason,
@@ -51,6 +53,5 @@ var pending = map[string]string{
 	"057": "policy outputs are not printed",
 	"058": "legacy CUE list arithmetic (+) is refused",
 	"062": "WARNING lines for standalone files the app does not reference are not printed on stdout",
-	"064": "context.cluster is not \"\" offline; the ConfigMap is rendered twice",
 	"069": "two Applications in the -f files are rendered instead of refused",
 }
