@@ -157,6 +157,7 @@ type rendered struct {
 	outputs     map[string]map[string]any // component outputs by name
 	outputOrder []string
 	traitRes    []Resource
+	traitIdx    []int // index in the component's traits of each traitRes
 }
 
 func renderComponent(ctx context.Context, af *appfile.AppFile, c *appfile.Component, opts Options) ([]Resource, error) {
@@ -172,12 +173,70 @@ func renderComponent(ctx context.Context, af *appfile.AppFile, c *appfile.Compon
 	if err != nil {
 		return nil, fmt.Errorf("component %q: %w", c.Name, err)
 	}
+	// Traits see the workload's identity as it will be applied.
+	ns := targetNamespace(af, opts)
+	if st.output != nil && !isReference(st.output) {
+		setIdentity(af, opts, ns, &unstructured.Unstructured{Object: st.output}, c.Name)
+	}
+	for _, n := range st.outputOrder {
+		if o := st.outputs[n]; !isReference(o) {
+			setIdentity(af, opts, ns, &unstructured.Unstructured{Object: o}, c.Name+"-"+n)
+		}
+	}
 	for i, tr := range c.Traits {
+		before := len(st.traitRes)
 		if err := applyTrait(ctx, engine, c, tr, cctx, st); err != nil {
 			return nil, fmt.Errorf("component %q: trait %q (traits[%d]): %w", c.Name, tr.Type, i, err)
 		}
+		for _, r := range st.traitRes[before:] {
+			// Another trait type declaring the same output name would make
+			// the component's outputs (as workflow steps read them)
+			// ambiguous; several traits of one type (two pvc claims) are
+			// KubeVela's documented use.
+			for k, prev := range st.traitRes[:before] {
+				if prev.Output == r.Output && prev.Trait != r.Trait {
+					j := st.traitIdx[k]
+					return nil, componentError(af, c, fmt.Sprintf("traits[%d]", i), fmt.Sprintf(
+						"trait %q declares output %q, which trait %q (traits[%d]) declares too; rename one of them", tr.Type, r.Output, c.Traits[j].Type, j))
+				}
+			}
+			st.traitIdx = append(st.traitIdx, i)
+		}
 	}
 	return finish(af, c, opts, st, engine.Limits().MaxOutputBytes)
+}
+
+// componentError is a validation error at spec.components[i].<field> of
+// component c (field may be empty).
+func componentError(af *appfile.AppFile, c *appfile.Component, field, msg string) error {
+	path := "spec.components"
+	for i, x := range af.Components {
+		if x == c || x.Name == c.Name {
+			path = fmt.Sprintf("spec.components[%d]", i)
+			break
+		}
+	}
+	if field != "" {
+		path += "." + field
+	}
+	return &appfile.ValidationError{App: af.Namespace + "/" + af.Name, Errors: []appfile.FieldError{{Path: path, Message: fmt.Sprintf("component %q: %s", c.Name, msg)}}}
+}
+
+// setIdentity gives a rendered object the name and namespace the engine
+// applies: defaultName when the template set none; the target namespace
+// when it set none (or the app's, under a topology with a namespace); none
+// for cluster-scoped kinds.
+func setIdentity(af *appfile.AppFile, opts Options, ns string, obj *unstructured.Unstructured, defaultName string) {
+	if obj.GetName() == "" {
+		obj.SetName(defaultName)
+	}
+	if isClusterScoped(obj.GetAPIVersion(), obj.GetKind()) {
+		obj.SetNamespace("")
+		return
+	}
+	if obj.GetNamespace() == "" || (opts.Namespace != "" && obj.GetNamespace() == af.Namespace) {
+		obj.SetNamespace(ns)
+	}
 }
 
 // evalComponent evaluates the component template's output and outputs.
@@ -239,6 +298,7 @@ func (st *rendered) copy() *rendered {
 		r.Object = &unstructured.Unstructured{Object: deepCopy(r.Object.Object)}
 		cp.traitRes = append(cp.traitRes, r)
 	}
+	cp.traitIdx = append([]int(nil), st.traitIdx...)
 	return cp
 }
 
@@ -455,8 +515,23 @@ func finish(af *appfile.AppFile, c *appfile.Component, opts Options, st *rendere
 	for _, n := range st.outputOrder {
 		out = append(out, Resource{Component: c.Name, Output: n, Object: &unstructured.Unstructured{Object: st.outputs[n]}})
 	}
+	firstTrait := len(out)
 	out = append(out, st.traitRes...)
 	ns := targetNamespace(af, opts)
+	// source names where each object came from, for conflicts.
+	source := func(i int) string {
+		r := out[i]
+		switch {
+		case r.IsWorkload():
+			return "its output"
+		case r.Trait == "":
+			return "its outputs." + r.Output
+		default:
+			j := st.traitIdx[i-firstTrait]
+			return fmt.Sprintf("trait %q (traits[%d]) outputs.%s", c.Traits[j].Type, j, r.Output)
+		}
+	}
+	seen := map[[4]string]int{}
 	for i := range out {
 		r := &out[i]
 		obj := r.Object
@@ -472,20 +547,25 @@ func finish(af *appfile.AppFile, c *appfile.Component, opts Options, st *rendere
 			}
 			continue
 		}
-		if obj.GetName() == "" {
-			if r.IsWorkload() {
-				obj.SetName(c.Name)
-			} else {
-				obj.SetName(c.Name + "-" + r.Output)
-			}
-		}
-		if !isClusterScoped(obj.GetAPIVersion(), obj.GetKind()) {
-			if obj.GetNamespace() == "" || (opts.Namespace != "" && obj.GetNamespace() == af.Namespace) {
-				obj.SetNamespace(ns)
-			}
+		if r.IsWorkload() {
+			setIdentity(af, opts, ns, obj, c.Name)
 		} else {
-			obj.SetNamespace("")
+			setIdentity(af, opts, ns, obj, c.Name+"-"+r.Output)
 		}
+		group, _, _ := strings.Cut(obj.GetAPIVersion(), "/")
+		if !strings.Contains(obj.GetAPIVersion(), "/") {
+			group = ""
+		}
+		key := [4]string{group, obj.GetKind(), obj.GetNamespace(), obj.GetName()}
+		if j, dup := seen[key]; dup {
+			where := obj.GetName()
+			if obj.GetNamespace() != "" {
+				where = obj.GetNamespace() + "/" + where
+			}
+			return nil, componentError(af, c, "", fmt.Sprintf("%s and %s render the same object (%s %s %s); one would overwrite the other: give one of them another name",
+				source(j), source(i), obj.GetAPIVersion(), obj.GetKind(), where))
+		}
+		seen[key] = i
 		StampLabels(af, c, opts, *r)
 		r.Cluster = opts.Cluster
 		r.Namespace = obj.GetNamespace()
