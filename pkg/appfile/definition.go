@@ -64,7 +64,6 @@ func (d *Definition) CUESource() cuex.Source {
 		ImportLines:     d.ImportLines,
 		ColumnOffset:    d.ColumnOffset,
 		ImportFirstLine: d.ImportFirstLine,
-		StubImports:     d.Kind == KindWorkflowStep,
 	}
 }
 

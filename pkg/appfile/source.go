@@ -119,20 +119,10 @@ func NewLocalSource(paths ...string) (*LocalSource, error) {
 			}
 			continue
 		}
-		var files []string
-		err = filepath.WalkDir(p, func(fp string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if !d.IsDir() && isDefinitionFile(fp) {
-				files = append(files, fp)
-			}
-			return nil
-		})
+		files, err := DefinitionFiles(p)
 		if err != nil {
-			return nil, fmt.Errorf("reading definitions under %s: %w", p, err)
+			return nil, err
 		}
-		sort.Strings(files)
 		for _, fp := range files {
 			// A file found in a folder that cannot even be indexed (its
 			// name and kind unreadable) is skipped, not fatal: an app
@@ -185,6 +175,27 @@ func NewFSSource(fsys fs.FS, root string) (*LocalSource, error) {
 		}
 	}
 	return s, nil
+}
+
+// DefinitionFiles returns the definition files under the folder root,
+// walked recursively: .cue definition files and definition YAML/JSON
+// (.yaml, .yml, .json), sorted. Other files are left out.
+func DefinitionFiles(root string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(root, func(fp string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && isDefinitionFile(fp) {
+			files = append(files, fp)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading definitions under %s: %w", root, err)
+	}
+	sort.Strings(files)
+	return files, nil
 }
 
 func isDefinitionFile(p string) bool {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/cuex"
@@ -67,41 +68,65 @@ vet, render and init work offline; apply, list and get need a cluster.`,
 
 func newDefVetCommand(_ *GlobalOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:   "vet FILE...",
+		Use:   "vet FILE|DIR...",
 		Short: "Check that definition files load and their CUE compiles and evaluates",
-		Long: `Check definition files (.cue or YAML): the header, the template (compiled and
-evaluated with an empty parameter: only errors that no property could fix are
+		Long: `Check definition files (.cue or YAML; a folder stands for the .cue, .yaml,
+.yml and .json files under it, walked recursively): the header, the template
+(compiled against the provider packages its kind may import, and evaluated
+with an empty parameter: only errors that no property could fix are
 reported), the required top-level fields of its kind, and the health policy,
-custom status and details CUE. Workflow-step templates may import provider
-packages (vela/kube, vela/op, …); those are not checked beyond parameter.
-Prints one line per definition; exits 1 if any is invalid.`,
+custom status and details CUE (evaluated with the context they get at run
+time: context.output, context.outputs, parameter; values only known then are
+no error). Prints one line per definition and a line per warning (an import
+or provider action oamflow does not provide, legacy list arithmetic);
+exits 1 if any definition is invalid. Warnings do not change the exit code.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			files, err := expandDefinitionPaths(args)
+			if err != nil {
+				return err
+			}
 			engine := cuex.NewEngine()
-			bad, total := 0, 0
+			bad, total, warned := 0, 0, 0
 			out := cmd.OutOrStdout()
-			for _, file := range args {
-				defs, err := readDefinitionFiles([]string{file})
+			skipped := 0
+			for _, file := range files {
+				defs, skip, err := readDefFile(file)
 				if err != nil {
 					bad++
 					total++
-					fmt.Fprintf(out, "✗ %s\n    %v\n", file, err)
+					fmt.Fprintf(out, "✗ %s\n    %v\n", file.path, err)
+					continue
+				}
+				if skip {
+					skipped++
 					continue
 				}
 				for _, d := range defs {
 					total++
-					if problems := vetDefinition(cmd.Context(), engine, d); len(problems) > 0 {
+					problems, warnings := vetDefinition(cmd.Context(), engine, d)
+					mark := "✓"
+					if len(problems) > 0 {
 						bad++
-						fmt.Fprintf(out, "✗ %s: %s %q\n", d.Origin, d.Kind, d.Name)
-						for _, p := range problems {
-							for _, line := range strings.Split(p, "\n") {
-								fmt.Fprintf(out, "    %s\n", line)
-							}
-						}
-						continue
+						mark = "✗"
 					}
-					fmt.Fprintf(out, "✓ %s: %s %q\n", d.Origin, d.Kind, d.Name)
+					fmt.Fprintf(out, "%s %s: %s %q\n", mark, d.Origin, d.Kind, d.Name)
+					for _, p := range problems {
+						for _, line := range strings.Split(p, "\n") {
+							fmt.Fprintf(out, "    %s\n", line)
+						}
+					}
+					for _, w := range warnings {
+						warned++
+						fmt.Fprintf(out, "    warning: %s\n", w)
+					}
 				}
+			}
+			if skipped > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d file(s) in the folders skipped: not definitions\n", skipped)
+			}
+			if warned > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d warning(s)\n", warned)
 			}
 			if bad > 0 {
 				return userErrorf("%d of %d definitions are invalid", bad, total)
@@ -111,19 +136,35 @@ Prints one line per definition; exits 1 if any is invalid.`,
 	}
 }
 
-// vetDefinition returns the problems of one definition.
-func vetDefinition(ctx context.Context, engine *cuex.Engine, d *appfile.Definition) []string {
+// noteSkipped says how many files of folders were not definitions.
+func noteSkipped(w io.Writer, n int) {
+	if n > 0 {
+		fmt.Fprintf(w, "%d file(s) in the folders skipped: not definitions\n", n)
+	}
+}
+
+// vetSampleContext is the context definitions are evaluated with by vet.
+func vetSampleContext() map[string]any {
+	return map[string]any{
+		"name": "sample", "namespace": "default", "appName": "sample-app", "appRevision": "sample-app-v1",
+		"appRevisionNum": int64(1), "revision": "sample-v1", "components": []any{}, "appLabels": map[string]any{},
+		"appAnnotations": map[string]any{}, "cluster": "", "workflowName": "sample-app", "publishVersion": "",
+		"clusterVersion": map[string]any{"major": int64(1), "minor": int64(31), "gitVersion": "v1.31.0", "platform": "linux/amd64"},
+	}
+}
+
+// vetDefinition returns the problems of one definition, and its warnings.
+func vetDefinition(ctx context.Context, engine *cuex.Engine, d *appfile.Definition) (problems, warnings []string) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var problems []string
 	text := d.Template()
 	if strings.TrimSpace(text) == "" {
-		return []string{"no CUE template (spec.schematic.cue.template)"}
+		return []string{"no CUE template (spec.schematic.cue.template)"}, nil
 	}
 	t, err := engine.Compile(d.CUESource(), text)
 	if err != nil {
-		return []string{err.Error()}
+		return []string{err.Error()}, nil
 	}
 	need := map[appfile.DefinitionKind][]string{
 		appfile.KindComponent: {"output", "outputs"},
@@ -140,46 +181,92 @@ func vetDefinition(ctx context.Context, engine *cuex.Engine, d *appfile.Definiti
 			problems = append(problems, fmt.Sprintf("a %s template defines at least one of %s", d.Kind, strings.Join(fields, ", ")))
 		}
 	}
+	var outputNames []string
 	if d.Kind != appfile.KindWorkflowStep {
-		sample := map[string]any{
-			"name": "sample", "namespace": "default", "appName": "sample-app", "appRevision": "sample-app-v1",
-			"appRevisionNum": int64(1), "revision": "sample-v1", "components": []any{}, "appLabels": map[string]any{},
-			"appAnnotations": map[string]any{}, "cluster": "", "workflowName": "sample-app", "publishVersion": "",
-			"clusterVersion": map[string]any{"major": int64(1), "minor": int64(31), "gitVersion": "v1.31.0", "platform": "linux/amd64"},
-		}
-		err := engine.Eval(ctx, t, map[string]any{"context": sample}, func(v cue.Value) error {
+		err := engine.Eval(ctx, t, map[string]any{"context": vetSampleContext()}, func(v cue.Value) error {
+			outputNames = fieldNames(v.LookupPath(cue.MakePath(cue.Str("outputs"))))
 			return v.Validate()
 		})
 		if err != nil {
 			problems = append(problems, cuex.Translate(d.CUESource(), err, "").Error())
 		}
 	}
+	// Compiling and evaluating may have rewritten legacy list arithmetic:
+	// the engine's current template says so.
+	if t2, err := engine.Compile(d.CUESource(), text); err == nil {
+		t = t2
+	}
+	warnings = append(warnings, t.Warnings()...)
 	if st := d.Status(); st != nil {
-		for _, part := range []struct{ kind, text string }{
-			{"health policy", st.HealthPolicy}, {"custom status", st.CustomStatus}, {"status details", st.Details},
-		} {
-			if strings.TrimSpace(part.text) == "" {
-				continue
-			}
-			if _, err := engine.Compile(cuex.Source{Kind: part.kind, Name: d.Name}, part.text); err != nil {
-				problems = append(problems, err.Error())
-			}
+		problems = append(problems, vetStatus(ctx, engine, d, st, outputNames)...)
+	}
+	return problems, warnings
+}
+
+// vetStatus compiles a definition's health policy, custom status and
+// details and evaluates them with the context they get at run time
+// (KubeVela's): the sample context plus context.output (the workload),
+// context.outputs (the definition's outputs by name) and context.status
+// (healthy, details) as open objects, and parameter. What only the live
+// objects can tell is incomplete, not an error.
+func vetStatus(ctx context.Context, engine *cuex.Engine, d *appfile.Definition, st *common.Status, outputNames []string) []string {
+	var problems []string
+	cctx := vetSampleContext()
+	cctx["output"] = map[string]any{}
+	outs := map[string]any{}
+	for _, n := range outputNames {
+		outs[n] = map[string]any{}
+	}
+	cctx["outputs"] = outs
+	cctx["status"] = map[string]any{"healthy": true, "details": map[string]any{}}
+	for _, part := range []struct{ kind, text string }{
+		{"health policy", st.HealthPolicy}, {"custom status", st.CustomStatus}, {"status details", st.Details},
+	} {
+		if strings.TrimSpace(part.text) == "" {
+			continue
+		}
+		src := cuex.Source{Kind: part.kind, Name: d.Name}
+		t, err := engine.Compile(src, part.text)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		err = engine.Eval(ctx, t, map[string]any{"context": cctx, "parameter": map[string]any{}}, func(v cue.Value) error {
+			return v.Validate()
+		})
+		if err != nil {
+			problems = append(problems, cuex.Translate(src, err, "").Error())
 		}
 	}
 	return problems
 }
 
+// fieldNames lists the regular fields of v (nil when it has none or is not
+// a struct).
+func fieldNames(v cue.Value) []string {
+	it, err := v.Fields()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for it.Next() {
+		out = append(out, it.Selector().Unquoted())
+	}
+	return out
+}
+
 func newDefRenderCommand(_ *GlobalOptions) *cobra.Command {
 	var output, outFile string
 	cmd := &cobra.Command{
-		Use:   "render FILE...",
+		Use:   "render FILE|DIR...",
 		Short: "Convert .cue definition files to CRD YAML (or YAML to .cue with -o cue)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			defs, err := readDefinitionFiles(args)
+			defs, skipped, err := readDefinitionFiles(args)
 			if err != nil {
 				return err
 			}
+			noteSkipped(cmd.ErrOrStderr(), skipped)
 			var b []byte
 			switch output {
 			case "yaml":
@@ -325,7 +412,7 @@ func newDefInitCommand(_ *GlobalOptions) *cobra.Command {
 func newDefApplyCommand(g *GlobalOptions) *cobra.Command {
 	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "apply FILE...",
+		Use:   "apply FILE|DIR...",
 		Short: "Install definitions from .cue or YAML files into the cluster",
 		Long: `Create or update the definitions of the files in -n NAMESPACE (default
 oamflow-system, where definitions are visible to every namespace). Every file
@@ -337,14 +424,19 @@ the file is removed from the cluster if def apply had set it. A definition
 the file would not change is not written and is reported unchanged.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			defs, err := readDefinitionFiles(args)
+			defs, skipped, err := readDefinitionFiles(args)
 			if err != nil {
 				return err
 			}
+			noteSkipped(cmd.ErrOrStderr(), skipped)
 			engine := cuex.NewEngine()
 			for _, d := range defs {
-				if problems := vetDefinition(cmd.Context(), engine, d); len(problems) > 0 {
+				problems, warnings := vetDefinition(cmd.Context(), engine, d)
+				if len(problems) > 0 {
 					return userErrorf("%s: %s %q is invalid:\n  %s", d.Origin, d.Kind, d.Name, strings.Join(problems, "\n  "))
+				}
+				for _, w := range warnings {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 				}
 			}
 			if dryRun {

@@ -52,20 +52,74 @@ func readDefinitionFS(fsys fs.FS, name, label string) ([]*appfile.Definition, er
 	return out, nil
 }
 
-// readDefinitionFiles reads the definition objects of the files at the OS
-// paths (as typed by the user: relative, absolute, with ..), each through
-// os.DirFS of its folder, in the order given. Errors name the path and are
-// *UserError.
-func readDefinitionFiles(paths []string) ([]*appfile.Definition, error) {
-	var out []*appfile.Definition
+// defFile is a definition file to read: named by the user, or found in a
+// folder the user named.
+type defFile struct {
+	path     string
+	inFolder bool
+}
+
+// expandDefinitionPaths replaces each folder among paths by the
+// definition files under it (appfile.DefinitionFiles: walked recursively,
+// .cue/.yaml/.yml/.json, sorted); files stay as given. A folder without
+// definition files is an error. Errors are *UserError.
+func expandDefinitionPaths(paths []string) ([]defFile, error) {
+	var out []defFile
 	for _, p := range paths {
-		defs, err := readDefinitionFS(os.DirFS(filepath.Dir(p)), filepath.Base(p), p)
+		info, err := os.Stat(p)
+		if err != nil || !info.IsDir() {
+			out = append(out, defFile{path: p}) // reading it reports the error
+			continue
+		}
+		files, err := appfile.DefinitionFiles(p)
 		if err != nil {
-			return nil, err
+			return nil, &UserError{Err: err}
+		}
+		if len(files) == 0 {
+			return nil, userErrorf("%s: no definition files (.cue, .yaml, .yml, .json) in this folder", p)
+		}
+		for _, f := range files {
+			out = append(out, defFile{path: f, inFolder: true})
+		}
+	}
+	return out, nil
+}
+
+// readDefFile reads the definitions of one file. A YAML file found in a
+// folder that holds something else than definitions (an Application, the
+// objects it renders) is skipped: skipped is true and err nil.
+func readDefFile(f defFile) (defs []*appfile.Definition, skipped bool, err error) {
+	defs, err = readDefinitionFS(os.DirFS(filepath.Dir(f.path)), filepath.Base(f.path), f.path)
+	if err != nil && f.inFolder && errors.Is(err, definition.ErrNotDefinition) {
+		return nil, true, nil
+	}
+	return defs, false, err
+}
+
+// readDefinitionFiles reads the definition objects of the files at the OS
+// paths (as typed by the user: relative, absolute, with ..; a folder
+// stands for the definition files under it, see expandDefinitionPaths and
+// readDefFile), each through os.DirFS of its folder, in the order given.
+// It returns how many files of folders were skipped as not definitions.
+// Errors name the path and are *UserError.
+func readDefinitionFiles(paths []string) ([]*appfile.Definition, int, error) {
+	files, err := expandDefinitionPaths(paths)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []*appfile.Definition
+	skipped := 0
+	for _, f := range files {
+		defs, skip, err := readDefFile(f)
+		if err != nil {
+			return nil, 0, err
+		}
+		if skip {
+			skipped++
 		}
 		out = append(out, defs...)
 	}
-	return out, nil
+	return out, skipped, nil
 }
 
 // readDefinitionTree reads every .cue file under the root of fsys, in

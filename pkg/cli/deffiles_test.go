@@ -88,20 +88,63 @@ func TestReadDefinitionFilesOSPaths(t *testing.T) {
 	writeFile(t, dir, "two.yml", twoYAML)
 	t.Chdir(sub)
 
-	defs, err := readDefinitionFiles([]string{"../stamp.cue", filepath.Join(dir, "two.yml")})
+	defs, _, err := readDefinitionFiles([]string{"../stamp.cue", filepath.Join(dir, "two.yml")})
 	require.NoError(t, err)
 	require.Len(t, defs, 3)
 	assert.Equal(t, "../stamp.cue", defs[0].Origin, "named as typed")
 	assert.Equal(t, "../stamp.cue", defs[0].File, "CUE positions name the path as typed")
 	assert.Equal(t, filepath.Join(dir, "two.yml"), defs[2].Origin)
 
-	_, err = readDefinitionFiles([]string{"../stamp.cue", "../missing.cue"})
+	_, _, err = readDefinitionFiles([]string{"../stamp.cue", "../missing.cue"})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 	assert.Regexp(t, `^reading \.\./missing\.cue: [^:]+$`, err.Error(), "the path once, then the cause")
-	_, err = readDefinitionFiles([]string{".."})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "reading ..: ")
+}
+
+func TestReadDefinitionFolders(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "defs", "trait", "deep"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "empty"), 0o755))
+	writeFile(t, filepath.Join(dir, "defs", "trait", "deep"), "stamp.cue", traitCUE)
+	writeFile(t, filepath.Join(dir, "defs"), "two.yml", twoYAML)
+	writeFile(t, filepath.Join(dir, "defs"), "app.yaml", "apiVersion: core.oam.dev/v1beta1\nkind: Application\nmetadata: {name: a}\n")
+	writeFile(t, filepath.Join(dir, "defs"), "README.md", "not read")
+	writeFile(t, filepath.Join(dir, "empty"), "notes.txt", "not read")
+	t.Chdir(dir)
+
+	cases := []struct {
+		reason  string
+		paths   []string
+		want    []string // "kind name origin"
+		skipped int
+		wantErr string
+	}{
+		{reason: "a folder is walked recursively, files sorted; an Application in it is skipped, other files ignored",
+			paths: []string{"defs"}, skipped: 1,
+			want: []string{"trait stamp defs/trait/deep/stamp.cue", "policy p1 defs/two.yml", "trait t1 defs/two.yml"}},
+		{reason: "folders and files mix, in the order given",
+			paths: []string{"defs/two.yml", "defs/trait"},
+			want:  []string{"policy p1 defs/two.yml", "trait t1 defs/two.yml", "trait stamp defs/trait/deep/stamp.cue"}},
+		{reason: "a file named directly must be a definition", paths: []string{"defs/app.yaml"}, wantErr: "not a core.oam.dev definition"},
+		{reason: "a folder without definition files is an error", paths: []string{"empty"}, wantErr: "empty: no definition files"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			defs, skipped, err := readDefinitionFiles(tc.paths)
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			var got []string
+			for _, d := range defs {
+				got = append(got, string(d.Kind)+" "+d.Name+" "+d.Origin)
+			}
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.skipped, skipped)
+		})
+	}
 }
 
 func TestReadDefinitionTree(t *testing.T) {
@@ -142,7 +185,7 @@ func TestBuiltinDefinitions(t *testing.T) {
 	assert.IsType(t, &v1beta1.ComponentDefinition{}, ws.Object)
 	assert.Equal(t, "components/webservice.cue", ws.File)
 
-	fromFile, err := readDefinitionFiles([]string{"../../definitions/components/webservice.cue"})
+	fromFile, _, err := readDefinitionFiles([]string{"../../definitions/components/webservice.cue"})
 	require.NoError(t, err)
 	require.Len(t, fromFile, 1)
 	assert.True(t, sameDefinition(ws.Object, fromFile[0].Object), "def apply of the built-in's file gives the same object")

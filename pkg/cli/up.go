@@ -129,7 +129,7 @@ func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) err
 			return err
 		}
 	}
-	defs, err := vetInlineDefinitions(ctx, in.defs, cueDefs)
+	defs, err := vetInlineDefinitions(ctx, out, in.defs, cueDefs)
 	if err != nil {
 		return err
 	}
@@ -272,7 +272,7 @@ func readUpInputs(files []string, stdin io.Reader) (in *dryRunInputs, cueDefs []
 	in = &dryRunInputs{}
 	for _, f := range files {
 		if strings.EqualFold(filepath.Ext(f), ".cue") {
-			defs, err := readDefinitionFiles([]string{f})
+			defs, _, err := readDefFile(defFile{path: f})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -298,7 +298,7 @@ func readUpInputs(files []string, stdin io.Reader) (in *dryRunInputs, cueDefs []
 // vetInlineDefinitions checks the definitions of the files (objects from
 // YAML documents, then those of .cue files) as `def vet` does; nothing is
 // applied when one is invalid.
-func vetInlineDefinitions(ctx context.Context, objs []client.Object, cueDefs []*appfile.Definition) ([]*appfile.Definition, error) {
+func vetInlineDefinitions(ctx context.Context, out io.Writer, objs []client.Object, cueDefs []*appfile.Definition) ([]*appfile.Definition, error) {
 	defs := make([]*appfile.Definition, 0, len(objs)+len(cueDefs))
 	for _, obj := range objs {
 		defs = append(defs, &appfile.Definition{Kind: definition.KindOf(obj), Name: obj.GetName(), Origin: "-f", Object: obj})
@@ -309,8 +309,12 @@ func vetInlineDefinitions(ctx context.Context, objs []client.Object, cueDefs []*
 	}
 	engine := cuex.NewEngine()
 	for _, d := range defs {
-		if problems := vetDefinition(ctx, engine, d); len(problems) > 0 {
+		problems, warnings := vetDefinition(ctx, engine, d)
+		if len(problems) > 0 {
 			return nil, userErrorf("%s %q is invalid:\n  %s", d.Kind, d.Name, strings.Join(problems, "\n  "))
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(out, "warning: %s\n", w)
 		}
 	}
 	return defs, nil

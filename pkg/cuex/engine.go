@@ -20,9 +20,12 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/cuecontext"
-	"cuelang.org/go/cue/literal"
 	"cuelang.org/go/cue/parser"
+	"cuelang.org/go/cue/token"
+
+	"github.com/oamflow/oamflow/pkg/cuepkg"
 )
 
 // Limits bound the work one definition may cause. Zero fields take the defaults.
@@ -87,6 +90,14 @@ type Engine struct {
 	// that the same evaluation asked for twice (validating properties, then
 	// rendering with the same context) is done once.
 	values *lru
+	// imports are the provider packages (pkg/cuepkg) by set and path,
+	// parsed on first use; pkgValues are their values in cctx.
+	imports   map[string]*build.Instance
+	pkgValues map[string]cue.Value
+	// listFixes are the offsets of list arithmetic, by template key, that
+	// evaluations found (only once parameter and context are filled are
+	// some operands known to be lists); compiling rewrites them too.
+	listFixes map[string]map[int]bool
 }
 
 // evaluatedValues bounds Engine.values.
@@ -99,7 +110,7 @@ type evaluated struct {
 
 // NewEngine returns an Engine with an empty cache.
 func NewEngine(opts ...Option) *Engine {
-	e := &Engine{limits: DefaultLimits, failed: map[string]error{}, memo: newLRU(DefaultMemoEntries)}
+	e := &Engine{limits: DefaultLimits, failed: map[string]error{}, memo: newLRU(DefaultMemoEntries), imports: map[string]*build.Instance{}, listFixes: map[string]map[int]bool{}}
 	for _, o := range opts {
 		o(e)
 	}
@@ -115,6 +126,7 @@ func (e *Engine) resetLocked() {
 	e.cctx = cuecontext.New()
 	e.cache = map[string]*Template{}
 	e.values = newLRU(evaluatedValues)
+	e.pkgValues = map[string]cue.Value{}
 }
 
 // Source names a piece of CUE for error messages and positions.
@@ -137,11 +149,6 @@ type Source struct {
 	// ImportFirstLine, when not 0, is the line of File the first of the
 	// ImportLines import lines comes from (they are contiguous there).
 	ImportFirstLine int
-	// StubImports replaces imports that are not CUE standard-library
-	// packages (vela/kube, vela/op, …) with open placeholders, so a
-	// workflow-step template compiles without its provider packages. Only
-	// its `parameter` is meaningful then.
-	StubImports bool
 }
 
 // String is "<kind> <name>" (`trait "scaler"`).
@@ -173,7 +180,31 @@ type Template struct {
 	// instead of the whole template.
 	paramsFile *ast.File
 	params     *Template
+	// imports are the provider packages the template is built with.
+	imports []*build.Instance
+	// labels are the top-level field names the source declares (also
+	// inside top-level comprehensions).
+	labels map[string]bool
+	// warnings are problems that do not stop the template from working
+	// (see Warnings).
+	warnings []string
+	// file is the file name the value was built with (positions in
+	// errors of its evaluations carry it).
+	file string
+	// fixed, when set, replaces this template: an evaluation found list
+	// arithmetic that compiling could not see (evalLocked).
+	fixed *Template
 }
+
+// Warnings returns what compiling found questionable but not wrong: a
+// workflow step importing a package or action oamflow does not provide,
+// legacy list arithmetic read as list.Concat/list.Repeat. Each names the
+// definition and, where known, the position.
+func (t *Template) Warnings() []string { return append([]string(nil), t.warnings...) }
+
+// Actions reports whether the template imports provider packages (its
+// values then come partly from provider actions run by a workflow).
+func (t *Template) Actions() bool { return len(t.imports) > 0 }
 
 // Source returns what the template was compiled from.
 func (t *Template) Source() Source { return t.src }
@@ -182,22 +213,28 @@ func (t *Template) Source() Source { return t.src }
 func (t *Template) Hash() string { return t.key }
 
 // HasField reports whether the template declares a top-level field (for
-// example "parameter", "output", "patch").
+// example "parameter", "output", "patch"), directly or inside a top-level
+// comprehension.
 func (t *Template) HasField(name string) bool {
-	return t.value.LookupPath(cue.MakePath(cue.Str(name))).Exists()
+	return t.labels[name] || t.value.LookupPath(cue.MakePath(cue.Str(name))).Exists()
 }
 
-// sourceKey hashes everything that changes how text compiles.
+// sourceKey hashes everything that changes how text compiles: the text
+// and the provider packages its kind may import.
 func sourceKey(src Source, text string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%t\x00", src.StubImports)
+	fmt.Fprintf(h, "%s\x00", cuepkg.SetFor(src.Kind))
 	h.Write([]byte(text))
 	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Compile compiles text (cached by content hash). Templates may reference
 // `context` and `parameter` without declaring them. Standard-library imports
-// are allowed; other imports are an error unless src.StubImports is set.
+// are allowed; a definition template may also import the provider packages
+// its kind may import (pkg/cuepkg: src.Kind "component", "trait", "policy"
+// or "workflow-step"), compiled against their schemas. A value only known
+// once `parameter` and `context` are filled (an incomplete value) is no
+// error here.
 func (e *Engine) Compile(src Source, text string) (*Template, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -225,20 +262,38 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
+	imports, warnings, err := e.resolveImportsLocked(src, file)
+	if err != nil {
+		return nil, err
+	}
 	// Building a value evaluates it (with `parameter` and `context` open),
 	// so compiling runs under the time limit too.
-	var v cue.Value
+	var (
+		v     cue.Value
+		fixed []token.Pos
+	)
+	if at := e.listFixes[key]; len(at) > 0 {
+		// Learnt by an earlier evaluation (see evalLocked).
+		file, fixed = rewriteListArithmetic(file, at)
+	}
 	cctx := e.cctx
 	if err := e.runLocked(context.Background(), src, key, func() error {
-		v = cctx.BuildFile(file)
+		var more []token.Pos
+		v, file, more = buildFixingListArithmetic(cctx, file, imports)
+		fixed = append(fixed, more...)
 		return nil
 	}); err != nil {
 		return nil, err
 	}
-	if err := v.Err(); err != nil {
+	for _, at := range fixed {
+		warnings = append(warnings, fmt.Sprintf("%s: list arithmetic at %s (list + list or list * n, removed in CUE v0.11) is read as list.Concat or list.Repeat, as KubeVela v1.11 does; write it that way", src, mapPosition(src, at)))
+	}
+	if err := v.Err(); err != nil && v.Validate() != nil {
+		// (v.Err alone may be an incomplete value that filling
+		// parameter and context completes; Validate ignores those.)
 		return nil, translate(src, err, "")
 	}
-	t := &Template{src: src, text: text, key: key, gen: e.gen, value: v}
+	t := &Template{src: src, text: text, key: key, gen: e.gen, value: v, imports: imports, labels: topLabels(file), warnings: warnings, file: file.Filename}
 	// A component's check evaluates the whole template with the context
 	// its rendering uses, and the rendering reuses that evaluation; a
 	// trait, policy or step is rendered with another context (or not at
@@ -250,32 +305,13 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 	return t, nil
 }
 
-// prepareSource parses text (once), stubs provider imports when asked, and
-// appends open declarations of `context` and `parameter` when the template
-// does not declare them (templates use both freely).
+// prepareSource parses text and appends open declarations of `context`
+// and `parameter` when the template does not declare them (templates use
+// both freely).
 func prepareSource(src Source, text string) (*ast.File, error) {
 	f, err := parser.ParseFile(src.filename(), text, parser.ParseComments)
 	if err != nil {
 		return nil, translate(src, err, "")
-	}
-	var imports []string
-	for _, spec := range f.Imports {
-		p, err := literal.Unquote(spec.Path.Value)
-		if err == nil && !IsStdlib(p) {
-			imports = append(imports, p)
-		}
-	}
-	if len(imports) > 0 {
-		if !src.StubImports {
-			return nil, &Error{Source: src, Message: fmt.Sprintf("imports %s, which is not a CUE standard-library package (only workflow-step definitions may import provider packages)", strings.Join(imports, ", "))}
-		}
-		stubbed, err := stubImports(text)
-		if err != nil {
-			return nil, translate(src, err, "")
-		}
-		if f, err = parser.ParseFile(src.filename(), stubbed, parser.ParseComments); err != nil {
-			return nil, translate(src, err, "")
-		}
 	}
 	declared := map[string]bool{}
 	for _, d := range f.Decls {
@@ -293,6 +329,29 @@ func prepareSource(src Source, text string) (*ast.File, error) {
 	return f, nil
 }
 
+// topLabels returns the names of the top-level fields of f, including
+// those top-level comprehensions may add.
+func topLabels(f *ast.File) map[string]bool {
+	out := map[string]bool{}
+	var add func(decls []ast.Decl)
+	add = func(decls []ast.Decl) {
+		for _, d := range decls {
+			switch x := d.(type) {
+			case *ast.Field:
+				if name, _, err := ast.LabelName(x.Label); err == nil && name != "" {
+					out[name] = true
+				}
+			case *ast.Comprehension:
+				if body, ok := x.Value.(*ast.StructLit); ok {
+					add(body.Elts)
+				}
+			}
+		}
+	}
+	add(f.Decls)
+	return out
+}
+
 // Eval fills the template with the given values (CUE path → Go value, e.g.
 // "parameter" → properties, "context" → the context struct) and calls fn
 // with the result. fn runs under the Engine's time limit and must do all
@@ -301,6 +360,13 @@ func prepareSource(src Source, text string) (*ast.File, error) {
 func (e *Engine) Eval(ctx context.Context, t *Template, fills map[string]any, fn func(v cue.Value) error) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.evalLocked(ctx, t, fills, fn, 0)
+}
+
+func (e *Engine) evalLocked(ctx context.Context, t *Template, fills map[string]any, fn func(v cue.Value) error, round int) error {
+	for t.fixed != nil {
+		t = t.fixed
+	}
 	if err, ok := e.failed[t.key]; ok {
 		return err
 	}
@@ -311,29 +377,81 @@ func (e *Engine) Eval(ctx context.Context, t *Template, fills map[string]any, fn
 		}
 		t = fresh
 	}
+	var (
+		unified cue.Value
+		listAt  map[int]bool
+	)
+	// call runs fn on v; when fn fails, it looks for list arithmetic to
+	// rewrite (the rare case: no cost when fn succeeds).
+	call := func(v cue.Value) error {
+		if err := fn(v); err != nil {
+			listAt = listArithmeticAt(v, t.file)
+			return err
+		}
+		return nil
+	}
 	vkey := ""
+	cached := false
 	if len(fills) > 0 {
-		if k, err := Key(t.key, fills); err == nil {
+		// (len(t.listFixes): a template rewritten by refixLocked keeps its
+		// key but must not reuse values of its former self.)
+		if k, err := Key(t.key, len(e.listFixes[t.key]), fills); err == nil {
 			vkey = k
 			if x, ok := e.values.get(k); ok && x.(evaluated).gen == e.gen {
-				v := x.(evaluated).v
-				return e.runLocked(ctx, t.src, t.key, func() error { return fn(v) })
+				unified, cached = x.(evaluated).v, true
 			}
 		}
 	}
-	var unified cue.Value
 	err := e.runLocked(ctx, t.src, t.key, func() error {
+		if cached {
+			return call(unified)
+		}
 		v, err := fill(t, fills)
 		if err != nil {
 			return err
 		}
 		unified = v
-		return fn(v)
+		return call(v)
 	})
-	if err == nil && vkey != "" && unified.Exists() {
+	if err != nil && len(listAt) > 0 && round < maxListFixRounds {
+		if fixed := e.refixLocked(t, listAt); fixed != nil {
+			return e.evalLocked(ctx, fixed, fills, fn, round+1)
+		}
+	}
+	if err == nil && !cached && vkey != "" && unified.Exists() {
 		e.values.put(vkey, evaluated{gen: e.gen, v: unified})
 	}
 	return err
+}
+
+// refixLocked recompiles t with the list arithmetic at the offsets
+// rewritten as well (see listarith.go), makes the result replace t (also
+// in the cache) and returns it; nil when there is nothing new to rewrite
+// or the result does not compile.
+func (e *Engine) refixLocked(t *Template, at map[int]bool) *Template {
+	known := e.listFixes[t.key]
+	merged := map[int]bool{}
+	for o := range known {
+		merged[o] = true
+	}
+	added := false
+	for o := range at {
+		if !merged[o] {
+			merged[o] = true
+			added = true
+		}
+	}
+	if !added {
+		return nil
+	}
+	e.listFixes[t.key] = merged
+	delete(e.cache, t.key)
+	fresh, err := e.compileLocked(t.src, t.text)
+	if err != nil {
+		return nil
+	}
+	t.fixed = fresh
+	return fresh
 }
 
 // fill unifies the template with the fills.

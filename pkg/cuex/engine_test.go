@@ -41,10 +41,22 @@ func TestCompileErrors(t *testing.T) {
 			want:   `component "web": expected operand, found '}' (at defs/web.cue:13:1)`,
 		},
 		{
-			reason: "provider imports are refused outside workflow steps",
+			reason: "a trait may import what KubeVela's workload compiler serves, not the workflow packages",
 			src:    Source{Kind: "trait", Name: "t"},
-			text:   "import \"vela/kube\"\nx: kube.#Apply\n",
-			want:   `trait "t": imports vela/kube, which is not a CUE standard-library package (only workflow-step definitions may import provider packages)`,
+			text:   "import \"vela/op\"\nx: op.#Apply\n",
+			want:   `trait "t": imports vela/op, which trait templates cannot import (they may import vela/kube, vela/http, vela/base64, vela/cue, vela/config, vela/helm and CUE's standard library)`,
+		},
+		{
+			reason: "status CUE may import only the standard library",
+			src:    Source{Kind: "health policy", Name: "t"},
+			text:   "import \"vela/kube\"\nx: kube.#Apply\nisHealth: true\n",
+			want:   `health policy "t": imports vela/kube, which is not a CUE standard-library package (provider packages are for definition templates)`,
+		},
+		{
+			reason: "a component's action that its package lacks is an error naming it",
+			src:    Source{Kind: "component", Name: "c", File: "c.cue", LineOffset: 4},
+			text:   "import \"vela/kube\"\n\noutput: kube.#Nope\n",
+			want:   `component "c": vela/kube has no #Nope (at c.cue:7:9)`,
 		},
 		{
 			reason: "oversized sources are refused",

@@ -1,12 +1,18 @@
 package cuex
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
+	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/build"
+	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/literal"
 	"cuelang.org/go/cue/parser"
+
+	"github.com/oamflow/oamflow/pkg/cuepkg"
 )
 
 // stdlibRoots are the first path elements of CUE's standard library
@@ -24,86 +30,211 @@ func IsStdlib(importPath string) bool {
 	return stdlibRoots[root]
 }
 
-// stubImports rewrites text so that each non-standard import `name` becomes
-// a file-level `let name = {sel1: _, sel2: _}` holding open placeholders for
-// every selector the template uses on it (`kube.#Apply`, `op.#Steps`). The
-// import text is blanked out in place and the let clauses are appended, so
-// line and column numbers of the template stay the same.
-func stubImports(text string) (string, error) {
-	f, err := parser.ParseFile("template", text)
-	if err != nil {
-		return "", err
-	}
-	buf := []byte(text)
-	blank := func(from, to int) {
-		for i := from; i < to && i < len(buf); i++ {
-			if buf[i] != '\n' {
-				buf[i] = ' '
-			}
-		}
-	}
-	stubbed := map[string]bool{}
-	for _, d := range f.Decls {
-		imp, ok := d.(*ast.ImportDecl)
-		if !ok {
+// providerImport is one non-standard import of a template.
+type providerImport struct {
+	spec *ast.ImportSpec
+	path string
+	name string // the identifier it binds
+	// selectors are the fields the template selects on it (#Apply, …).
+	selectors map[string]*ast.SelectorExpr
+}
+
+// providerImports lists the imports of f that are not standard-library
+// packages, with what the template selects on each.
+func providerImports(f *ast.File) []*providerImport {
+	var out []*providerImport
+	byName := map[string]*providerImport{}
+	for _, spec := range f.Imports {
+		p, err := literal.Unquote(spec.Path.Value)
+		if err != nil || IsStdlib(p) {
 			continue
 		}
-		kept := 0
-		for _, spec := range imp.Specs {
-			p, _ := literal.Unquote(spec.Path.Value)
-			if IsStdlib(p) {
-				kept++
-				continue
-			}
-			stubbed[importName(spec, p)] = true
-			if imp.Lparen.IsValid() {
-				blank(spec.Pos().Offset(), spec.End().Offset())
-			}
-		}
-		if kept == 0 {
-			blank(imp.Pos().Offset(), imp.End().Offset())
-		}
+		pi := &providerImport{spec: spec, path: p, name: importName(spec, p), selectors: map[string]*ast.SelectorExpr{}}
+		out = append(out, pi)
+		byName[pi.name] = pi
 	}
-	if len(stubbed) == 0 {
-		return text, nil
+	if len(out) == 0 {
+		return nil
 	}
-	selectors := map[string]map[string]bool{}
 	ast.Walk(f, func(n ast.Node) bool {
 		sel, ok := n.(*ast.SelectorExpr)
 		if !ok {
 			return true
 		}
 		id, ok := sel.X.(*ast.Ident)
-		if !ok || !stubbed[id.Name] {
+		if !ok || byName[id.Name] == nil {
 			return true
 		}
 		name, _, err := ast.LabelName(sel.Sel)
 		if err != nil {
 			return true
 		}
-		if selectors[id.Name] == nil {
-			selectors[id.Name] = map[string]bool{}
+		if _, seen := byName[id.Name].selectors[name]; !seen {
+			byName[id.Name].selectors[name] = sel
 		}
-		selectors[id.Name][name] = true
 		return true
 	}, nil)
-	names := make([]string, 0, len(stubbed))
-	for n := range stubbed {
-		names = append(names, n)
+	return out
+}
+
+// resolveImportsLocked returns the packages f imports, to build it with.
+// A package of src's set (cuepkg.SetFor) is served with its schema. A
+// workflow step may also import a package oamflow does not serve, or
+// select an action a package lacks: those get open placeholders (`#Foo:
+// _`) so that the rest of the step is still checked, and a warning says
+// so, naming the import or action and its position (the step fails when it
+// runs). Anything else is an error.
+func (e *Engine) resolveImportsLocked(src Source, f *ast.File) ([]*build.Instance, []string, error) {
+	imports := providerImports(f)
+	if len(imports) == 0 {
+		return nil, nil, nil
 	}
-	sort.Strings(names)
+	set := cuepkg.SetFor(src.Kind)
+	at := func(n ast.Node) string {
+		if pos := mapPosition(src, n.Pos()); pos != "" {
+			return " (at " + pos + ")"
+		}
+		return ""
+	}
+	var (
+		served   []*build.Instance
+		warnings []string
+		refused  []string
+	)
+	for _, pi := range imports {
+		pkg, ok := cuepkg.Lookup(set, pi.path)
+		if !ok {
+			if set != cuepkg.Step {
+				refused = append(refused, pi.path)
+				continue
+			}
+			warnings = append(warnings, fmt.Sprintf("%s: imports %s, which oamflow does not provide: the step fails when it runs%s", src, pi.path, at(pi.spec)))
+			served = append(served, placeholders(pi, "", sortedSelectors(pi.selectors)))
+			continue
+		}
+		inst, pv, err := e.packageLocked(set, pkg)
+		if err != nil {
+			return nil, nil, &Error{Source: src, Message: fmt.Sprintf("the schema of %s does not build: %v", pi.path, err)}
+		}
+		var missing []string
+		for _, sel := range sortedSelectors(pi.selectors) {
+			if !pv.LookupPath(cue.ParsePath(sel)).Exists() {
+				missing = append(missing, sel)
+			}
+		}
+		if len(missing) == 0 {
+			served = append(served, inst)
+			continue
+		}
+		if set != cuepkg.Step {
+			return nil, nil, &Error{Source: src, Message: fmt.Sprintf("%s has no %s", pi.path, strings.Join(missing, ", ")),
+				Positions: nonEmpty(mapPosition(src, pi.selectors[missing[0]].Pos()))}
+		}
+		for _, m := range missing {
+			warnings = append(warnings, fmt.Sprintf("%s: uses %s.%s, which oamflow's %s does not provide: the step fails when it runs%s", src, pi.name, m, pi.path, at(pi.selectors[m])))
+		}
+		served = append(served, placeholders(pi, pkg.Template, missing))
+	}
+	if len(refused) > 0 {
+		return nil, nil, &Error{Source: src, Message: refusedImports(src.Kind, set, refused)}
+	}
+	return served, warnings, nil
+}
+
+// placeholders builds a package for pi: schema (may be empty) plus an open
+// field for each of names.
+func placeholders(pi *providerImport, schema string, names []string) *build.Instance {
 	var b strings.Builder
-	b.Write(buf)
+	b.WriteString(schema)
 	b.WriteString("\n")
 	for _, n := range names {
-		sels := make([]string, 0, len(selectors[n]))
-		for s := range selectors[n] {
-			sels = append(sels, s+": _")
-		}
-		sort.Strings(sels)
-		b.WriteString("let " + n + " = {" + strings.Join(sels, ", ") + "}\n")
+		b.WriteString(n + ": _\n")
 	}
-	return b.String(), nil
+	inst := &build.Instance{PkgName: pi.name, ImportPath: pi.path}
+	if f, err := parser.ParseFile(pi.path+".cue", b.String()); err == nil {
+		_ = inst.AddSyntax(f)
+	}
+	return inst
+}
+
+func refusedImports(kind string, set cuepkg.Set, paths []string) string {
+	what := strings.Join(paths, ", ")
+	if set == cuepkg.None {
+		return fmt.Sprintf("imports %s, which is not a CUE standard-library package (provider packages are for definition templates)", what)
+	}
+	var allowed []string
+	for _, p := range cuepkg.Packages(set) {
+		allowed = append(allowed, p.Path())
+	}
+	return fmt.Sprintf("imports %s, which %s templates cannot import (they may import %s and CUE's standard library)", what, kind, strings.Join(allowed, ", "))
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+func sortedSelectors(m map[string]*ast.SelectorExpr) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// packageLocked returns the build instance of a package (for imports)
+// and its value in the engine's CUE context (for looking up what it
+// defines), both made on first use. The value is built from an instance of
+// its own: building an instance alone records its errors in it (vela/op's
+// `NoExist: _|_`), which an importing build would then report.
+func (e *Engine) packageLocked(set cuepkg.Set, pkg cuepkg.Package) (*build.Instance, cue.Value, error) {
+	key := string(set) + "\x00" + pkg.Path()
+	inst, ok := e.imports[key]
+	if !ok {
+		var err error
+		if inst, err = packageInstance(pkg); err != nil {
+			return nil, cue.Value{}, err
+		}
+		e.imports[key] = inst
+	}
+	v, ok := e.pkgValues[key]
+	if !ok {
+		alone, err := packageInstance(pkg)
+		if err != nil {
+			return nil, cue.Value{}, err
+		}
+		v = e.cctx.BuildInstance(alone)
+		e.pkgValues[key] = v
+	}
+	return inst, v, nil
+}
+
+func packageInstance(pkg cuepkg.Package) (*build.Instance, error) {
+	inst := &build.Instance{PkgName: pkg.Name, ImportPath: pkg.Path()}
+	f, err := parser.ParseFile(pkg.Path()+".cue", pkg.Template, parser.ParseComments)
+	if err != nil {
+		return nil, err
+	}
+	if err := inst.AddSyntax(f); err != nil {
+		return nil, err
+	}
+	return inst, nil
+}
+
+// buildWith builds f in cctx, importing the given provider packages.
+func buildWith(cctx *cue.Context, f *ast.File, imports []*build.Instance) cue.Value {
+	if len(imports) == 0 {
+		return cctx.BuildFile(f)
+	}
+	bi := build.NewContext().NewInstance("", nil)
+	bi.Imports = imports
+	if err := bi.AddSyntax(f); err != nil {
+		bi.Err = cueerrors.Append(bi.Err, err) // BuildInstance reports it
+	}
+	return cctx.BuildInstance(bi)
 }
 
 func importName(spec *ast.ImportSpec, p string) string {

@@ -3,6 +3,7 @@ package cuex
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -15,6 +16,9 @@ import (
 	"cuelang.org/go/cue/literal"
 	"cuelang.org/go/cue/token"
 )
+
+// errListArithmetic makes Eval look for list arithmetic to rewrite.
+var errListArithmetic = errors.New("list arithmetic")
 
 // FieldError is a problem with one property of a component, trait, policy
 // or step, relative to the definition's `parameter`.
@@ -78,6 +82,13 @@ func (e *Engine) CheckParameter(ctx context.Context, t *Template, props any, cct
 			verr = pv.Err()
 		}
 		all := cueerrors.Errors(verr)
+		for _, ce := range all {
+			if format, _ := ce.Msg(); strings.Contains(format, listAddMessage) || strings.Contains(format, listMulMessage) {
+				// Legacy list arithmetic is not the user's error: let
+				// Eval rewrite it and evaluate again.
+				return errListArithmetic
+			}
+		}
 		// Group CUE's messages by path; one error per path is enough.
 		type group struct {
 			path []string
@@ -561,7 +572,7 @@ func (e *Engine) parameterTemplate(t *Template) *Template {
 	var v cue.Value
 	cctx := e.cctx
 	if err := e.runLocked(context.Background(), t.src, t.key, func() error {
-		v = cctx.BuildFile(t.paramsFile)
+		v = buildWith(cctx, t.paramsFile, t.imports)
 		return nil
 	}); err != nil || v.Err() != nil {
 		t.paramsFile = nil

@@ -123,7 +123,7 @@ func nilIfEmpty(s []string) []string {
 	return s
 }
 
-func TestStubImports(t *testing.T) {
+func TestProviderImports(t *testing.T) {
 	e := NewEngine()
 	src := `import (
 	"vela/kube"
@@ -135,10 +135,11 @@ apply: kube.#Apply & {$params: value: {metadata: name: strings.ToLower(parameter
 wait: builtin.#ConditionalWait & {$params: continue: apply.$returns.value.status != _|_}
 parameter: {name: string, timeout?: string}
 `
-	_, err := e.Compile(Source{Kind: "workflow-step", Name: "s"}, src)
-	require.Error(t, err, "provider imports need StubImports")
-	tmpl, err := e.Compile(Source{Kind: "workflow-step", Name: "s", StubImports: true}, src)
+	_, err := e.Compile(Source{Kind: "trait", Name: "s"}, src)
+	require.Error(t, err, "a trait may not import the workflow packages")
+	tmpl, err := e.Compile(Source{Kind: "workflow-step", Name: "s"}, src)
 	require.NoError(t, err)
+	assert.Empty(t, tmpl.Warnings())
 	res, err := e.CheckParameter(context.Background(), tmpl, map[string]any{"timeout": int64(3)}, nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"name: missing required property (expected string)", `timeout: expected string, got int 3`}, trimDetails(render(t, res.Errors)))

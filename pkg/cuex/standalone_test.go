@@ -77,7 +77,7 @@ func TestCheckParameterAloneMatchesFull(t *testing.T) {
 		def, err := definition.LoadCUE(file, src)
 		require.NoError(t, err)
 		e := NewEngine()
-		tmpl, err := e.Compile(Source{Kind: string(def.Kind), Name: def.Name, StubImports: def.Kind == definition.KindWorkflowStep}, def.Template)
+		tmpl, err := e.Compile(Source{Kind: string(def.Kind), Name: def.Name}, def.Template)
 		require.NoError(t, err, file)
 		if tmpl.paramsFile == nil {
 			continue

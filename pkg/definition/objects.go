@@ -206,9 +206,13 @@ func FromObject(obj client.Object) (*File, error) {
 	return f, nil
 }
 
+// ErrNotDefinition is wrapped by DecodeYAML's error for a document that is
+// not a definition object (an Application, a Deployment, …).
+var ErrNotDefinition = errors.New("not a core.oam.dev definition")
+
 // DecodeYAML reads definition CRD objects from (multi-document) YAML or
-// JSON. Documents of other kinds are an error naming the document; empty
-// documents are skipped.
+// JSON. Documents of other kinds are an error naming the document (it
+// wraps ErrNotDefinition); empty documents are skipped.
 func DecodeYAML(filename string, data []byte) ([]client.Object, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var out []client.Object
@@ -234,7 +238,7 @@ func DecodeYAML(filename string, data []byte) ([]client.Object, error) {
 			}
 		}
 		if kind == "" || !strings.HasPrefix(tm.APIVersion, v1beta1.GroupVersion.Group+"/") {
-			return nil, fmt.Errorf("%s: YAML document %d is %s %s, not a core.oam.dev definition (ComponentDefinition, TraitDefinition, PolicyDefinition, WorkflowStepDefinition)", filename, i, tm.APIVersion, tm.Kind)
+			return nil, fmt.Errorf("%s: YAML document %d is %s %s, %w (ComponentDefinition, TraitDefinition, PolicyDefinition, WorkflowStepDefinition)", filename, i, tm.APIVersion, tm.Kind, ErrNotDefinition)
 		}
 		obj, _ := NewObject(kind)
 		if err := yaml.UnmarshalStrict(doc, obj); err != nil {

@@ -25,14 +25,26 @@ import (
 // definition's default).
 const DefaultDeployParallelism = 5
 
-// deployParams are the $params of oam.#Deploy.
+// deployParams are the $params of oam.#Deploy and multicluster.#Deploy,
+// and the fields of op.#Deploy.
 type deployParams struct {
 	Policies    []string `json:"policies,omitempty"`
 	Parallelism int      `json:"parallelism,omitempty"`
+	// InlinePolicies (KubeVela: policies given in the step instead of by
+	// name) are not supported.
+	InlinePolicies []map[string]any `json:"inlinePolicies,omitempty"`
 }
 
 type deployReturns struct {
 	Healthy bool `json:"healthy"`
+}
+
+// legacyDeployProvider serves op.#Deploy (fields instead of $params).
+func legacyDeployProvider() cuexruntime.ProviderFn {
+	return providertypes.LegacyGenericProviderFn[deployParams, deployReturns](
+		func(ctx context.Context, p *providertypes.LegacyParams[deployParams]) (*deployReturns, error) {
+			return deploy(ctx, p.Params, p.RuntimeParams)
+		})
 }
 
 func deployProvider() cuexruntime.ProviderFn {
@@ -68,6 +80,9 @@ func deploy(ctx context.Context, p deployParams, rt providertypes.RuntimeParams)
 	planner, ok := run.deployer.(DeployPlanner)
 	if !ok {
 		return nil, fail(rt, "this controller cannot run deploy steps")
+	}
+	if len(p.InlinePolicies) > 0 {
+		return nil, fail(rt, "deploy: inlinePolicies are not supported by oamflow; declare the policies in spec.policies and name them in policies")
 	}
 	targets, err := planner.PlanDeploy(ctx, p.Policies)
 	if err != nil {

@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,9 +13,6 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/helm"
 )
-
-//go:embed cue/helm.cue
-var helmTemplate string
 
 // HelmClient is the part of *helm.Client that the vela/helm provider uses.
 type HelmClient interface {

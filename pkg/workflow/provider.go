@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
 	"github.com/kubevela/pkg/cue/cuex"
 	cuexruntime "github.com/kubevela/pkg/cue/cuex/runtime"
@@ -27,26 +28,29 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/oamflow/oamflow/pkg/cuepkg"
 	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/render"
 )
 
-//go:embed cue/oam.cue
-var oamTemplate string
-
-//go:embed cue/op_oam.cue
-var opOAMTemplate string
-
 // NewCompiler returns the CUE compiler workflow steps are evaluated with.
-// It serves the provider packages of kubevela/workflow (vela/kube,
-// vela/builtin, vela/http, vela/util, vela/time, vela/email, vela/metrics,
-// vela/config and the legacy flat vela/op) plus oamflow's vela/oam
-// (#ApplyComponent, #RenderComponent), which are also reachable as
-// op.#ApplyComponent / op.#RenderComponent for KubeVela step definitions,
-// and vela/helm (#Install, #Uninstall, #Status, #Template; see WithHelm).
-// builtin.#Suspend and op.#Suspend report their message parameter as the
-// step's message (suspend.go; the library drops it). Actions with side
-// effects (HTTP, e-mail) are performed once per step execution (once.go).
+// It serves the step packages of pkg/cuepkg (KubeVela v1.11's: the legacy
+// flat vela/op and vela/ql, kubevela/workflow's vela/kube, vela/builtin,
+// vela/http, vela/util, vela/time, vela/email, vela/metrics, vela/config,
+// and vela/oam, vela/multicluster, vela/query, vela/helm, vela/terraform)
+// with these provider functions:
+//   - kubevela/workflow's for its packages and for the legacy vela/op;
+//   - oamflow's component actions (#ApplyComponent, #RenderComponent,
+//     #Deploy) in vela/oam, vela/op and vela/multicluster, and vela/helm's
+//     #Install, #Uninstall, #Status and #Template (see WithHelm);
+//   - builtin.#Suspend and op.#Suspend, which report their message
+//     parameter as the step's message (suspend.go; the library drops it).
+//
+// Actions with side effects (HTTP, e-mail) are performed once per step
+// execution (once.go).
+// Every other action of those schemas (vela/query, vela/terraform,
+// op.#LoadComponets, helm.#Render, …) compiles and fails the step when it
+// runs, saying oamflow does not support it.
 func NewCompiler(opts ...CompilerOption) (*cuex.Compiler, error) {
 	var co compilerOptions
 	for _, o := range opts {
@@ -57,34 +61,58 @@ func NewCompiler(opts ...CompilerOption) (*cuex.Compiler, error) {
 		opProviders[k] = v
 	}
 	opProviders["suspend"] = legacySuspendProvider()
+	opProviders["deploy"] = legacyDeployProvider()
 	builtinProviders := builtin.GetProviders()
 	builtinProviders["suspend"] = suspendProvider()
-	type pkg struct {
-		name, template string
-		fns            map[string]cuexruntime.ProviderFn
-	}
-	pkgs := []pkg{
-		{"op", legacy.GetLegacyTemplate() + "\n" + opOAMTemplate, opProviders},
-		{"oam", oamTemplate, oamProviders()},
-		{"helm", helmTemplate, helmProviders(co.helm)},
-		{"kube", kube.GetTemplate(), kube.GetProviders()},
-		{"builtin", builtin.GetTemplate(), builtinProviders},
-		{"http", http.GetTemplate(), http.GetProviders()},
-		{"util", util.GetTemplate(), util.GetProviders()},
-		{"time", wftime.GetTemplate(), wftime.GetProviders()},
-		{"email", email.GetTemplate(), email.GetProviders()},
-		{"metrics", metrics.GetTemplate(), metrics.GetProviders()},
-		{"config", config.GetTemplate(), config.GetProviders()},
+	fns := map[string]map[string]cuexruntime.ProviderFn{
+		"op":           opProviders,
+		"oam":          oamProviders(),
+		"helm":         helmProviders(co.helm),
+		"kube":         kube.GetProviders(),
+		"builtin":      builtinProviders,
+		"http":         http.GetProviders(),
+		"util":         util.GetProviders(),
+		"time":         wftime.GetProviders(),
+		"email":        email.GetProviders(),
+		"metrics":      metrics.GetProviders(),
+		"config":       config.GetProviders(),
+		"multicluster": {"deploy": deployProvider()},
 	}
 	var packages []cuexruntime.Package
-	for _, p := range pkgs {
-		cp, err := cuexruntime.NewInternalPackage(p.name, p.template, withSideEffectsOnce(p.name, p.fns))
+	for _, p := range cuepkg.Packages(cuepkg.Step) {
+		pfns := map[string]cuexruntime.ProviderFn{}
+		for k, v := range fns[p.Name] {
+			pfns[k] = v
+		}
+		actions, err := cuepkg.Actions(p)
 		if err != nil {
-			return nil, fmt.Errorf("building CUE package vela/%s: %w", p.name, err)
+			return nil, fmt.Errorf("reading the actions of %s: %w", p.Path(), err)
+		}
+		for _, a := range actions {
+			if pfns[a.Do] == nil {
+				pfns[a.Do] = unsupported(p.Name + "." + a.Name)
+			}
+		}
+		cp, err := cuexruntime.NewInternalPackage(p.Name, p.Template, withSideEffectsOnce(p.Name, pfns))
+		if err != nil {
+			return nil, fmt.Errorf("building CUE package %s: %w", p.Path(), err)
 		}
 		packages = append(packages, cp)
 	}
 	return cuex.NewCompilerWithInternalPackages(packages...), nil
+}
+
+// unsupported is the provider function of an action oamflow does not run:
+// it fails the step naming the action.
+type unsupported string
+
+func (u unsupported) Call(ctx context.Context, v cue.Value) (cue.Value, error) {
+	msg := string(u) + " is not supported by oamflow"
+	rt := providertypes.RuntimeParamsFrom(ctx)
+	if rt.Action == nil {
+		return v, errors.New(msg)
+	}
+	return v, fail(rt, msg)
 }
 
 // componentParams are the $params of oam.#ApplyComponent and
@@ -95,6 +123,26 @@ type componentParams struct {
 	Namespace   string         `json:"namespace,omitempty"`
 	WaitHealthy *bool          `json:"waitHealthy,omitempty"`
 	Properties  map[string]any `json:"properties,omitempty"`
+	// Value is the component as KubeVela's #LoadComponets returns it
+	// (KubeVela names the component this way): its name picks the
+	// component when Component is empty, and its properties are used
+	// when Properties is empty.
+	Value map[string]any `json:"value,omitempty"`
+	// Patch (KubeVela: a patch for the rendered workload) is not supported.
+	Patch map[string]any `json:"patch,omitempty"`
+}
+
+// resolve fills Component and Properties from Value.
+func (p componentParams) resolve() componentParams {
+	if p.Component == "" {
+		p.Component, _ = p.Value["name"].(string)
+	}
+	if len(p.Properties) == 0 {
+		if props, ok := p.Value["properties"].(map[string]any); ok {
+			p.Properties = props
+		}
+	}
+	return p
 }
 
 // componentReturns are the $returns of oam.#ApplyComponent and
@@ -110,7 +158,7 @@ func oamProviders() map[string]cuexruntime.ProviderFn {
 	return map[string]cuexruntime.ProviderFn{
 		"component-apply": providertypes.GenericProviderFn[componentParams, providertypes.Returns[componentReturns]](
 			func(ctx context.Context, p *providertypes.Params[componentParams]) (*providertypes.Returns[componentReturns], error) {
-				r, err := applyComponent(ctx, p.Params, p.RuntimeParams)
+				r, err := applyComponent(ctx, p.Params.resolve(), p.RuntimeParams)
 				if err != nil {
 					return nil, err
 				}
@@ -118,7 +166,7 @@ func oamProviders() map[string]cuexruntime.ProviderFn {
 			}),
 		"component-render": providertypes.GenericProviderFn[componentParams, providertypes.Returns[componentReturns]](
 			func(ctx context.Context, p *providertypes.Params[componentParams]) (*providertypes.Returns[componentReturns], error) {
-				r, err := renderComponent(ctx, p.Params, p.RuntimeParams)
+				r, err := renderComponent(ctx, p.Params.resolve(), p.RuntimeParams)
 				if err != nil {
 					return nil, err
 				}
@@ -132,11 +180,11 @@ func legacyOAMProviders() map[string]cuexruntime.ProviderFn {
 	return map[string]cuexruntime.ProviderFn{
 		"component-apply": providertypes.LegacyGenericProviderFn[componentParams, componentReturns](
 			func(ctx context.Context, p *providertypes.LegacyParams[componentParams]) (*componentReturns, error) {
-				return applyComponent(ctx, p.Params, p.RuntimeParams)
+				return applyComponent(ctx, p.Params.resolve(), p.RuntimeParams)
 			}),
 		"component-render": providertypes.LegacyGenericProviderFn[componentParams, componentReturns](
 			func(ctx context.Context, p *providertypes.LegacyParams[componentParams]) (*componentReturns, error) {
-				return renderComponent(ctx, p.Params, p.RuntimeParams)
+				return renderComponent(ctx, p.Params.resolve(), p.RuntimeParams)
 			}),
 	}
 }
@@ -183,6 +231,12 @@ func lookup(ctx context.Context, p componentParams, rt providertypes.RuntimePara
 	run, ok := runFrom(ctx)
 	if !ok {
 		return nil, Component{}, fmt.Errorf("vela/oam: no Application deployer in this workflow run")
+	}
+	if len(p.Patch) > 0 {
+		return nil, Component{}, fail(rt, fmt.Sprintf("component %q: patch is not supported by oamflow; use a trait or properties", p.Component))
+	}
+	if p.Component == "" {
+		return nil, Component{}, fail(rt, "no component named: set component (or value, as op.#Load returns it)")
 	}
 	comp, ok := run.deployer.Component(p.Component)
 	if !ok {
