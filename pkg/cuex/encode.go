@@ -50,6 +50,27 @@ func toOrderedValue(c *cue.Context, x any, schema cue.Value) (cue.Value, error) 
 	return v, v.Err()
 }
 
+// fillsValue is toOrderedValue for the fills of a template: a struct of
+// the fills (sorted by path), each ordered by the template's field of that
+// name. The template's own top-level order is not read: listing its
+// fields would evaluate them before the fill.
+func fillsValue(c *cue.Context, fills map[string]any, template cue.Value) (cue.Value, error) {
+	st := &ast.StructLit{Elts: make([]ast.Decl, 0, len(fills))}
+	for _, p := range sortedKeys(fills) {
+		e, err := toExprOrdered(fills[p], childSchema(template, cue.Str(p)))
+		if err != nil {
+			return cue.Value{}, err
+		}
+		st.Elts = append(st.Elts, &ast.Field{Label: ast.NewString(p), Value: e})
+	}
+	return buildValue(c, st)
+}
+
+func buildValue(c *cue.Context, expr ast.Expr) (cue.Value, error) {
+	v := c.BuildExpr(expr)
+	return v, v.Err()
+}
+
 // schemaOrder returns the labels of schema's fields (optional ones too) in
 // declaration order; nil when schema is not a struct.
 func schemaOrder(schema cue.Value) []string {

@@ -471,7 +471,7 @@ func fill(t *Template, fills map[string]any) (cue.Value, error) {
 	if simple {
 		// Each fill's objects list their fields in the order the
 		// template declares them (as KubeVela's output does).
-		fv, err := toOrderedValue(v.Context(), fills, v)
+		fv, err := fillsValue(v.Context(), fills, v)
 		if err != nil {
 			return v, &Error{Source: t.src, Message: "cannot encode the values to fill in: " + err.Error()}
 		}
