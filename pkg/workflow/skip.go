@@ -179,8 +179,9 @@ func (r guardedRunner) Pending(ctx monitorContext.Context, wfCtx wfContext.Conte
 	return r.TaskRunner.Pending(ctx, wfCtx, st)
 }
 
-// Run skips the step when its dependency failed; otherwise it runs it, a
-// step group with its sub-steps guarded too.
+// Run skips the step when its dependency failed; otherwise it runs it (a
+// retry judged as a first run, see retry.go), a step group with its
+// sub-steps guarded too.
 func (r guardedRunner) Run(wfCtx wfContext.Context, opts *wftypes.TaskRunOptions) (wfv1alpha1.StepStatus, *wftypes.Operation, error) {
 	if why, blocked := r.g.blocked(r.Name(), opts.StepStatus); blocked {
 		return skip(r.Name(), why, opts.StepStatus), &wftypes.Operation{Skip: true}, nil
@@ -188,6 +189,7 @@ func (r guardedRunner) Run(wfCtx wfContext.Context, opts *wftypes.TaskRunOptions
 	if opts.Engine != nil {
 		opts.Engine = guardedEngine{Engine: opts.Engine, g: r.g}
 	}
+	defer asFirstRun(r.Name(), opts.StepStatus)()
 	return r.TaskRunner.Run(wfCtx, opts)
 }
 
