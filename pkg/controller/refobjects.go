@@ -120,7 +120,7 @@ func resolveReferences(ctx context.Context, clients multicluster.ClusterClients,
 			if obj.GetNamespace() != "" && opts.Namespace != "" {
 				obj.SetNamespace(opts.Namespace)
 			}
-			render.StampLabels(af, comp, opts, nr)
+			render.StampMetadata(af, comp, opts, nr)
 			nr.Namespace = obj.GetNamespace()
 			out = append(out, nr)
 		}

@@ -185,3 +185,64 @@ template: {
 		})
 	}
 }
+
+// TestAppMetadataPassedOn: the Application's labels and annotations reach
+// every rendered object, over the template's, except the filtered ones and
+// those never passed on; the OAM labels win over the app's.
+func TestAppMetadataPassedOn(t *testing.T) {
+	defs := map[string]string{
+		"components/box.cue": `box: {
+	type: "component"
+	attributes: workload: type: "autodetects.core.oam.dev"
+}
+template: {
+	output: {apiVersion: "apps/v1", kind: "Deployment", metadata: {labels: team: "tmpl", annotations: {note: "tmpl", secret: "x"}}}
+	parameter: {}
+}
+`,
+		"traits/side.cue": labelDefs["traits/side.cue"],
+	}
+	cases := []struct {
+		reason      string
+		meta        string
+		labels      map[string]string // beyond the OAM ones, on every object
+		annotations map[string]string // on the Deployment
+		cmAnnos     map[string]string // on the trait's ConfigMap
+	}{
+		{
+			reason:      "app labels and annotations win over the template's; OAM labels win over the app's",
+			meta:        `labels: {team: app, app.oam.dev/name: spoofed}, annotations: {app.oam.dev/publishVersion: v2, note: app}`,
+			labels:      map[string]string{"team": "app"},
+			annotations: map[string]string{"note": "app", "secret": "x", "app.oam.dev/publishVersion": "v2"},
+			cmAnnos:     map[string]string{"note": "app", "app.oam.dev/publishVersion": "v2"},
+		},
+		{
+			reason: "filter.oam.dev keys and kubectl's last-applied-configuration are not passed (nor kept from the template)",
+			meta: `labels: {team: app, tier: web}, annotations: {filter.oam.dev/label-keys: "tier", filter.oam.dev/annotation-keys: "secret, note",
+  kubectl.kubernetes.io/last-applied-configuration: "{}", keep: "yes"}`,
+			labels:      map[string]string{"team": "app"},
+			annotations: map[string]string{"keep": "yes"},
+			cmAnnos:     map[string]string{"keep": "yes"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			res, err := renderInline(t, defs, "metadata: {name: shop, namespace: prod, "+tc.meta+"}\nspec: {components: [{name: web, type: box, traits: [{type: side}]}]}\n", render.Options{})
+			require.NoError(t, err)
+			require.Len(t, res, 2)
+			for _, r := range res {
+				labels := r.Object.GetLabels()
+				assert.Equal(t, "shop", labels[v1beta1.LabelAppName])
+				for k, v := range tc.labels {
+					assert.Equal(t, v, labels[k], "%s label %s", r.Object.GetKind(), k)
+				}
+				assert.NotContains(t, labels, "tier")
+				want := tc.annotations
+				if r.Object.GetKind() == "ConfigMap" {
+					want = tc.cmAnnos
+				}
+				assert.Equal(t, want, r.Object.GetAnnotations(), r.Object.GetKind())
+			}
+		})
+	}
+}

@@ -566,7 +566,7 @@ func finish(af *appfile.AppFile, c *appfile.Component, opts Options, st *rendere
 				source(j), source(i), obj.GetAPIVersion(), obj.GetKind(), where))
 		}
 		seen[key] = i
-		StampLabels(af, c, opts, *r)
+		StampMetadata(af, c, opts, *r)
 		r.Cluster = opts.Cluster
 		r.Namespace = obj.GetNamespace()
 		if maxBytes > 0 {
@@ -582,19 +582,49 @@ func finish(af *appfile.AppFile, c *appfile.Component, opts Options, st *rendere
 	return out, nil
 }
 
-// StampLabels sets the OAM labels of a rendered object (oam-api-facts,
-// "Labels stamped on applied resources"): app name, namespace, component
-// and revision on every object; the main workload is a WORKLOAD with
-// workload.oam.dev/type; the objects of the component's `outputs` and of
-// its traits are TRAIT resources with trait.oam.dev/type (the trait type,
-// or AuxiliaryWorkload for the component's own outputs) and
-// trait.oam.dev/resource (the output name), and no workload type, as in
-// KubeVela.
-func StampLabels(af *appfile.AppFile, c *appfile.Component, opts Options, r Resource) {
+// Annotations of the Application that tune what is passed on to the
+// objects it renders (KubeVela's): comma-separated keys of app labels and
+// of annotations not to pass.
+const (
+	AnnoFilterLabelKeys      = "filter.oam.dev/label-keys"
+	AnnoFilterAnnotationKeys = "filter.oam.dev/annotation-keys"
+)
+
+// neverPassed are annotations of the Application that no rendered object
+// gets (KubeVela's defaults).
+var neverPassed = []string{"app.oam.dev/inplace-upgrade", AnnoFilterLabelKeys, AnnoFilterAnnotationKeys,
+	"kubectl.kubernetes.io/last-applied-configuration"}
+
+// StampMetadata sets the labels and annotations of a rendered object, as
+// KubeVela does:
+//
+//   - The Application's labels (but those named by its
+//     filter.oam.dev/label-keys annotation) and the OAM labels
+//     (oam-api-facts, "Labels stamped on applied resources": app name,
+//     namespace, component and revision) are set on every object, over the
+//     template's labels of the same keys. The main workload is a WORKLOAD
+//     with workload.oam.dev/type; the objects of the component's `outputs`
+//     and of its traits are TRAIT resources with trait.oam.dev/type (the
+//     trait type, or AuxiliaryWorkload for the component's own outputs) and
+//     trait.oam.dev/resource (the output name), and no workload type.
+//   - The Application's annotations are set on every object, over the
+//     template's of the same keys; then the annotations named by
+//     filter.oam.dev/annotation-keys and a few never passed on
+//     (kubectl's last-applied-configuration, the filter annotations
+//     themselves, app.oam.dev/inplace-upgrade) are removed.
+func StampMetadata(af *appfile.AppFile, c *appfile.Component, opts Options, r Resource) {
 	obj := r.Object
 	labels := obj.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
+	}
+	if len(af.Labels) > 0 {
+		filtered := splitKeys(af.Annotations[AnnoFilterLabelKeys])
+		for k, v := range af.Labels {
+			if !filtered[k] {
+				labels[k] = v
+			}
+		}
 	}
 	labels[v1beta1.LabelAppName] = af.Name
 	labels[v1beta1.LabelAppNamespace] = af.Namespace
@@ -614,6 +644,41 @@ func StampLabels(af *appfile.AppFile, c *appfile.Component, opts Options, r Reso
 		labels[v1beta1.LabelTraitResource] = r.Output
 	}
 	obj.SetLabels(labels)
+
+	annos := obj.GetAnnotations()
+	if len(af.Annotations) == 0 && len(annos) == 0 {
+		return
+	}
+	if annos == nil {
+		annos = map[string]string{}
+	}
+	for k, v := range af.Annotations {
+		annos[k] = v
+	}
+	for _, k := range neverPassed {
+		delete(annos, k)
+	}
+	for k := range splitKeys(af.Annotations[AnnoFilterAnnotationKeys]) {
+		delete(annos, k)
+	}
+	if len(annos) == 0 {
+		annos = nil
+	}
+	obj.SetAnnotations(annos)
+}
+
+// splitKeys reads a comma-separated list of keys.
+func splitKeys(s string) map[string]bool {
+	if s == "" {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, k := range strings.Split(s, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 func appRevision(af *appfile.AppFile, opts Options) string {

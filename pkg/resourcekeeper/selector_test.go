@@ -19,7 +19,7 @@ func TestSelectorOnRenderedLabels(t *testing.T) {
 	comp := &appfile.Component{Name: "web", Type: "webservice"}
 	stamped := func(kind, trait, output string) *unstructured.Unstructured {
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": "web"}}}
-		render.StampLabels(af, comp, render.Options{}, render.Resource{Component: "web", Trait: trait, Output: output, Object: obj})
+		render.StampMetadata(af, comp, render.Options{}, render.Resource{Component: "web", Trait: trait, Output: output, Object: obj})
 		return obj
 	}
 	workload := stamped("Deployment", "", "")
