@@ -36,6 +36,9 @@ const (
 const (
 	PolicyTopology = "topology"
 	PolicyOverride = "override"
+	// PolicyReplication is KubeVela's replication policy: deploy steps
+	// using it replicate the components it selects once per key.
+	PolicyReplication = "replication"
 )
 
 // AppFile is a parsed and validated Application.
@@ -51,8 +54,9 @@ type AppFile struct {
 	Components []*Component
 	Policies   []*Policy
 	Workflow   *Workflow
-	// Warnings are problems that do not stop rendering (properties a
-	// definition ignores), each prefixed with its field path.
+	// Warnings are problems that do not stop the Application from being
+	// deployed (a trait outside its appliesToWorkloads), each as
+	// `<field path>: <what> (<subject>)`.
 	Warnings []string
 	// App is the Application as given.
 	App *v1beta1.Application
@@ -78,6 +82,10 @@ type Component struct {
 	Inputs           oamv1alpha1.StepInputs
 	Outputs          oamv1alpha1.StepOutputs
 	ExternalRevision string
+	// Pending says a required property is missing that workflow inputs or
+	// an override policy supply: the component can only be rendered with
+	// them (in its workflow step), not with its own properties.
+	Pending bool
 }
 
 // Trait is one validated trait of a component; order is patch order.
@@ -89,9 +97,13 @@ type Trait struct {
 
 // Policy is one validated policy.
 type Policy struct {
+	// Name is spec.policies[Index].name, or for a policy without one the
+	// name KubeVela gives it (AutoPolicyName).
 	Name, Type string
 	Definition *Definition
 	Properties map[string]any
+	// Index is the policy's position in spec.policies.
+	Index int
 }
 
 // Workflow is spec.workflow, or the default workflow when it is empty.

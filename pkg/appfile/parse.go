@@ -26,23 +26,32 @@ type FieldError struct {
 	Path string
 	// Message says what is wrong and what was expected.
 	Message string
+	// Subject names what the path is in, by name: `component "web"`,
+	// `component "web", trait "scaler"`, `policy "eu"`, `workflow step
+	// "deploy"` ("" for the Application itself).
+	Subject string
 }
 
+// String is `<path>: <message> (<subject>)`.
 func (e FieldError) String() string {
-	if e.Path == "" {
-		return e.Message
+	s := e.Message
+	if e.Path != "" {
+		s = e.Path + ": " + s
 	}
-	return e.Path + ": " + e.Message
+	if e.Subject != "" {
+		s += " (" + e.Subject + ")"
+	}
+	return s
 }
 
-// ValidationError lists every problem Parse found.
-type ValidationError struct {
+// InvalidError lists every problem Parse found.
+type InvalidError struct {
 	// App is "<namespace>/<name>" of the Application.
 	App    string
 	Errors []FieldError
 }
 
-func (e *ValidationError) Error() string {
+func (e *InvalidError) Error() string {
 	var b strings.Builder
 	if len(e.Errors) == 1 {
 		fmt.Fprintf(&b, "application %s is invalid: %s", e.App, e.Errors[0])
@@ -61,26 +70,52 @@ type parser struct {
 	ctx  context.Context
 	src  DefinitionSource
 	af   *AppFile
+	opts parseOptions
 	errs []FieldError
+	// subject names what errors are recorded for now (FieldError.Subject).
+	subject string
 }
 
 func (p *parser) errorf(path, format string, args ...any) {
-	p.errs = append(p.errs, FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+	p.errs = append(p.errs, FieldError{Path: path, Message: fmt.Sprintf(format, args...), Subject: p.subject})
 }
 
+// warnf records a warning: a problem that does not stop the Application
+// from being deployed.
+func (p *parser) warnf(path, format string, args ...any) {
+	p.af.Warnings = append(p.af.Warnings, FieldError{Path: path, Message: fmt.Sprintf(format, args...), Subject: p.subject}.String())
+}
+
+// ParseOption changes how Parse reads an Application.
+type ParseOption func(*parseOptions)
+
+type parseOptions struct {
+	overridden bool
+}
+
+// OverridesApplied says the Application's components already have their
+// override policies applied (a deploy target's copy): a required property
+// the policies would supply is then missing when absent.
+func OverridesApplied() ParseOption { return func(o *parseOptions) { o.overridden = true } }
+
 // Parse validates app and resolves every definition it uses from src. It
-// reports all problems at once in a *ValidationError: unknown
+// reports all problems at once in a *InvalidError: unknown
 // component/trait/policy/step types, properties that do not match a
 // definition's `parameter` (wrong type or value, missing required property
-// unless an inputs[].parameterKey supplies it, unknown property of a closed
-// parameter), dependsOn naming unknown components or forming a cycle,
-// duplicate component, policy or step names, traits violating
-// conflictsWith/appliesToWorkloads, and names Kubernetes would reject.
-// Errors that are not about the Application (a definition that cannot be
-// read, a cluster that cannot be reached) are returned as they are.
+// unless an inputs[].parameterKey or an override policy supplies it,
+// unknown property where the parameter lists its fields), dependsOn naming
+// unknown components or forming a cycle, duplicate component, policy or
+// step names, traits violating conflictsWith, and names Kubernetes would
+// reject. A trait outside its appliesToWorkloads is a warning (KubeVela
+// renders it). Errors that are not about the Application (a definition
+// that cannot be read) are returned as they are. Policies without a name
+// are named `<type>-auto-gen-<index>`, as KubeVela names them.
+//
+// Validate is the entry point for deciding whether an Application can be
+// deployed; Parse is its first part (and re-reads overridden copies).
 //
 // The CUE engine comes from ctx (WithEngine), else a new one is made.
-func Parse(ctx context.Context, app *v1beta1.Application, src DefinitionSource) (*AppFile, error) {
+func Parse(ctx context.Context, app *v1beta1.Application, src DefinitionSource, opts ...ParseOption) (*AppFile, error) {
 	if app == nil {
 		return nil, errors.New("parse: nil Application")
 	}
@@ -107,6 +142,9 @@ func Parse(ctx context.Context, app *v1beta1.Application, src DefinitionSource) 
 		Source:         src,
 	}
 	p := &parser{ctx: ctx, src: src, af: af}
+	for _, o := range opts {
+		o(&p.opts)
+	}
 	p.checkName("metadata.name", app.Name, "application")
 	if err := p.components(app.Spec.Components); err != nil {
 		return nil, err
@@ -118,7 +156,7 @@ func Parse(ctx context.Context, app *v1beta1.Application, src DefinitionSource) 
 		return nil, err
 	}
 	if len(p.errs) > 0 {
-		return nil, &ValidationError{App: ns + "/" + app.Name, Errors: p.errs}
+		return nil, &InvalidError{App: ns + "/" + app.Name, Errors: p.errs}
 	}
 	return af, nil
 }
@@ -165,21 +203,22 @@ func (p *parser) resolve(path string, kind DefinitionKind, typ string) (*Definit
 }
 
 // checkProperties validates props against d's parameter and records
-// errors and warnings under path.
-func (p *parser) checkProperties(path string, d *Definition, props map[string]any, cctx map[string]any, supplied []string) error {
+// errors under path. pending says a required property is missing that
+// supplied keys will fill.
+func (p *parser) checkProperties(path string, d *Definition, props map[string]any, cctx map[string]any, supplied []string) (pending bool, err error) {
 	text := d.Template()
 	if strings.TrimSpace(text) == "" {
-		return nil
+		return false, nil
 	}
 	t, err := p.af.Engine.Compile(d.CUESource(), text)
 	if err != nil {
 		// The definition is at fault, not the properties: report it where
 		// the type names it, as a definition that cannot be read is.
 		p.errorf(strings.TrimSuffix(path, ".properties")+".type", "%s definition %q cannot be used: it does not compile: %v", d.Kind, d.Name, err)
-		return nil
+		return false, nil
 	}
 	if !t.HasField("parameter") {
-		return nil
+		return false, nil
 	}
 	res, err := p.af.Engine.CheckParameter(p.ctx, t, props, cctx, supplied)
 	if err != nil {
@@ -187,17 +226,14 @@ func (p *parser) checkProperties(path string, d *Definition, props map[string]an
 		var ces cuex.Errors
 		if errors.As(err, &ce) || errors.As(err, &ces) {
 			p.errorf(path, "%v", err)
-			return nil
+			return false, nil
 		}
-		return err
+		return false, err
 	}
 	for _, fe := range res.Errors {
 		p.errorf(joinPath(path, fe.Path), "%s", fe.Message)
 	}
-	for _, w := range res.Warnings {
-		p.af.Warnings = append(p.af.Warnings, joinPath(path, w.Path)+": "+w.Message)
-	}
-	return nil
+	return len(res.Pending) > 0, nil
 }
 
 // joinPath appends CUE path segments to a field path: numbers become [i].
@@ -340,7 +376,7 @@ type ContextOptions struct {
 // appName, appRevision, appRevisionNum, revision ("<component>-v<N>"),
 // components ([{name, type}]), appLabels, appAnnotations, cluster,
 // clusterVersion ({major, minor: numbers, gitVersion, platform}),
-// workflowName and publishVersion. Traits add output, outputs and
+// workflowName, publishVersion and replicaKey ("": not replicated). Traits add output, outputs and
 // componentType; steps add stepName and stepSessionID.
 func (af *AppFile) Context(name string, o ContextOptions) map[string]any {
 	rev := o.AppRevision
@@ -382,6 +418,9 @@ func (af *AppFile) Context(name string, o ContextOptions) map[string]any {
 		"clusterVersion": map[string]any{"major": int64(o.Major), "minor": int64(o.Minor), "gitVersion": o.GitVersion, "platform": o.Platform},
 		"workflowName":   af.Name,
 		"publishVersion": af.PublishVersion,
+		// Empty: the component is not replicated (KubeVela's templates
+		// read it, e.g. in names, and get "" then too).
+		"replicaKey": "",
 	}
 }
 
@@ -404,20 +443,23 @@ func suppliedKeys(inputs []string) []string {
 	return out
 }
 
+// components checks spec.components. An Application without components
+// is valid (KubeVela accepts it: its workflow may do other things).
 func (p *parser) components(specs []common.ApplicationComponent) error {
-	if len(specs) == 0 {
-		p.errorf("spec.components", "an application needs at least one component")
-	}
 	seen := map[string]int{}
+	defer func() { p.subject = "" }()
 	for i := range specs {
 		cs := &specs[i]
 		path := fmt.Sprintf("spec.components[%d]", i)
+		p.subject = ""
 		if j, dup := seen[cs.Name]; dup && cs.Name != "" {
 			p.errorf(path+".name", "duplicate component name %q (also spec.components[%d])", cs.Name, j)
 		} else {
 			seen[cs.Name] = i
 		}
-		p.checkName(path+".name", cs.Name, "component")
+		if p.checkName(path+".name", cs.Name, "component") {
+			p.subject = fmt.Sprintf("component %q", cs.Name)
+		}
 		comp := &Component{
 			Name:             cs.Name,
 			Type:             cs.Type,
@@ -445,9 +487,15 @@ func (p *parser) components(specs []common.ApplicationComponent) error {
 					keys = append(keys, in.ParameterKey)
 				}
 			}
-			if err := p.checkProperties(path+".properties", def, props, cctx, suppliedKeys(keys)); err != nil {
+			supplied := suppliedKeys(keys)
+			if !p.opts.overridden {
+				supplied = append(supplied, overrideSupplied(p.af.App.Spec.Policies, cs)...)
+			}
+			pending, err := p.checkProperties(path+".properties", def, props, cctx, supplied)
+			if err != nil {
 				return err
 			}
+			comp.Pending = pending
 		}
 		for j := range cs.Inputs {
 			if cs.Inputs[j].From == "" {
@@ -459,16 +507,28 @@ func (p *parser) components(specs []common.ApplicationComponent) error {
 				p.errorf(fmt.Sprintf("%s.outputs[%d].name", path, j), "output name is empty")
 			}
 		}
-		if err := p.traits(path, comp, cs.Traits, cctx); err != nil {
+		if err := p.traits(path, comp, cs.Traits, cctx, p.subject); err != nil {
 			return err
 		}
+		p.subject = ""
 		p.af.Components = append(p.af.Components, comp)
 	}
+	p.subject = ""
 	p.dependencies(specs)
 	return nil
 }
 
-func (p *parser) traits(path string, comp *Component, specs []common.ApplicationTrait, cctx map[string]any) error {
+// traitSubject names a trait of the component subject names (`component
+// "web", trait "scaler"`; just the trait when the component has no usable
+// name).
+func traitSubject(component, typ string) string {
+	if component == "" {
+		return fmt.Sprintf("trait %q", typ)
+	}
+	return fmt.Sprintf("%s, trait %q", component, typ)
+}
+
+func (p *parser) traits(path string, comp *Component, specs []common.ApplicationTrait, cctx map[string]any, compSubject string) error {
 	for j := range specs {
 		ts := &specs[j]
 		tpath := fmt.Sprintf("%s.traits[%d]", path, j)
@@ -477,6 +537,7 @@ func (p *parser) traits(path string, comp *Component, specs []common.Application
 			p.errorf(tpath+".properties", "%v", err)
 			props = map[string]any{}
 		}
+		p.subject = traitSubject(compSubject, ts.Type)
 		def, err := p.resolve(tpath+".type", KindTrait, ts.Type)
 		if err != nil {
 			return err
@@ -486,14 +547,16 @@ func (p *parser) traits(path string, comp *Component, specs []common.Application
 		if def == nil {
 			continue
 		}
-		if err := p.checkProperties(tpath+".properties", def, props, cctx, nil); err != nil {
+		if _, err := p.checkProperties(tpath+".properties", def, props, cctx, nil); err != nil {
 			return err
 		}
 		spec := def.TraitSpec()
-		// Autodetected workloads are checked once rendered (render).
+		// A trait outside its appliesToWorkloads is rendered, as KubeVela
+		// renders it (its own examples attach expose to a daemon), with a
+		// warning. Autodetected workloads are only known once rendered.
 		if comp.Definition != nil && len(spec.AppliesToWorkloads) > 0 && !comp.Definition.IsAutodetect() &&
 			!AppliesTo(spec.AppliesToWorkloads, comp.Definition.WorkloadNames()) {
-			p.errorf(tpath+".type", "trait %q applies to %s, not to component type %q (workload %s)", ts.Type,
+			p.warnf(tpath+".type", "trait %q applies to %s, not to component type %q (workload %s); rendering it anyway", ts.Type,
 				strings.Join(spec.AppliesToWorkloads, ", "), comp.Type, strings.Join(comp.Definition.WorkloadNames()[1:], ", "))
 		}
 		for k := 0; k < j; k++ {
@@ -531,7 +594,9 @@ func (p *parser) dependencies(specs []common.ApplicationComponent) {
 		}
 	}
 	graph := map[string][]string{}
+	defer func() { p.subject = "" }()
 	for i, c := range specs {
+		p.subject = nameSubject("component", c.Name)
 		for j, d := range c.DependsOn {
 			path := fmt.Sprintf("spec.components[%d].dependsOn[%d]", i, j)
 			switch {
@@ -545,8 +610,18 @@ func (p *parser) dependencies(specs []common.ApplicationComponent) {
 		}
 	}
 	for _, cyc := range findCycles(graph, names(specs)) {
+		p.subject = nameSubject("component", cyc[0])
 		p.errorf(fmt.Sprintf("spec.components[%d].dependsOn", index[cyc[0]]), "dependency cycle: %s", strings.Join(cyc, " → "))
 	}
+}
+
+// nameSubject is `<what> "<name>"` for FieldError.Subject, or "" when name
+// is not a usable name (its own error says so).
+func nameSubject(what, name string) string {
+	if name == "" || len(validation.IsDNS1123Label(name)) > 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s %q", what, name)
 }
 
 func names(specs []common.ApplicationComponent) []string {
@@ -609,17 +684,37 @@ func canonicalCycle(c []string) string {
 	return strings.Join(s, "\x00")
 }
 
+// AutoPolicyName is the name KubeVela gives a policy without one:
+// "<type>-auto-gen-<index>", index its position in spec.policies.
+func AutoPolicyName(typ string, index int) string {
+	return fmt.Sprintf("%s-auto-gen-%d", typ, index)
+}
+
 func (p *parser) policies(specs []common.AppPolicy) error {
 	seen := map[string]int{}
+	defer func() { p.subject = "" }()
 	for i := range specs {
 		ps := &specs[i]
 		path := fmt.Sprintf("spec.policies[%d]", i)
-		if j, dup := seen[ps.Name]; dup && ps.Name != "" {
-			p.errorf(path+".name", "duplicate policy name %q (also spec.policies[%d])", ps.Name, j)
-		} else {
-			seen[ps.Name] = i
+		name := ps.Name
+		if name == "" {
+			name = AutoPolicyName(ps.Type, i)
 		}
-		p.checkName(path+".name", ps.Name, "policy")
+		p.subject = ""
+		if j, dup := seen[name]; dup {
+			p.errorf(path+".name", "duplicate policy name %q (also spec.policies[%d])", name, j)
+		} else {
+			seen[name] = i
+		}
+		valid := false
+		if ps.Name != "" {
+			valid = p.checkName(path+".name", ps.Name, "policy")
+		} else if ps.Type != "" {
+			valid = p.checkName(path+".type", name, "generated policy")
+		}
+		if valid {
+			p.subject = fmt.Sprintf("policy %q", name)
+		}
 		props, err := DecodeProperties(ps.Properties)
 		if err != nil {
 			p.errorf(path+".properties", "%v", err)
@@ -629,10 +724,46 @@ func (p *parser) policies(specs []common.AppPolicy) error {
 		if err != nil {
 			return err
 		}
-		pol := &Policy{Name: ps.Name, Type: ps.Type, Definition: def, Properties: props}
+		if ps.Type == PolicyReplication {
+			p.warnf(path, "replication is not carried out: the selected components are deployed once, with an empty context.replicaKey")
+		}
+		pol := &Policy{Name: name, Type: ps.Type, Definition: def, Properties: props, Index: i}
 		p.af.Policies = append(p.af.Policies, pol)
 		if def != nil {
-			if err := p.checkProperties(path+".properties", def, props, p.validationContext(ps.Name), nil); err != nil {
+			if _, err := p.checkProperties(path+".properties", def, props, p.validationContext(name), nil); err != nil {
+				return err
+			}
+		}
+		if ps.Type == PolicyOverride {
+			if err := p.overrideDefinitions(path, props); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// overrideDefinitions resolves the component and trait types an override
+// policy's entries name (as KubeVela does when it parses the policy): an
+// unknown type is reported now, and a revision snapshots their
+// definitions, which the deploy steps render the overridden components
+// with. The properties themselves are checked on each deploy target's
+// overridden copy.
+func (p *parser) overrideDefinitions(path string, props map[string]any) error {
+	for i, e := range OverrideEntries(props) {
+		epath := fmt.Sprintf("%s.properties.components[%d]", path, i)
+		if e.Type != "" {
+			if _, err := p.resolve(epath+".type", KindComponent, e.Type); err != nil {
+				return err
+			}
+		}
+		for j, t := range e.Traits {
+			tm, _ := t.(map[string]any)
+			typ, _ := tm["type"].(string)
+			if disable, _ := tm["disable"].(bool); disable || typ == "" {
+				continue
+			}
+			if _, err := p.resolve(fmt.Sprintf("%s.traits[%d].type", epath, j), KindTrait, typ); err != nil {
 				return err
 			}
 		}

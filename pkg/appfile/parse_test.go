@@ -30,8 +30,8 @@ func app(t testing.TB, spec string) *v1beta1.Application {
 
 func validationErrors(t *testing.T, err error) []string {
 	t.Helper()
-	var ve *ValidationError
-	require.True(t, errors.As(err, &ve), "want a *ValidationError, got %v", err)
+	var ve *InvalidError
+	require.True(t, errors.As(err, &ve), "want a *InvalidError, got %v", err)
 	out := make([]string, len(ve.Errors))
 	for i, e := range ve.Errors {
 		out[i] = e.String()
@@ -65,12 +65,12 @@ func TestParseValidation(t *testing.T) {
       type: web
       properties: {port: 99999}`,
 			errs: []string{
-				`spec.components[0].properties.colour: unknown property; allowed: image, labels, port, replicas`,
-				`spec.components[0].properties.image: expected string, got int 3`,
-				`spec.components[0].properties.port: expected int & >0 & <65536, got string "80"`,
-				`spec.components[0].traits[0].properties.replicas: expected int & >=0, got string "x"`,
-				`spec.components[1].properties.image: missing required property (expected string)`,
-				`spec.components[1].properties.port: expected int & >0 & <65536, got int 99999: invalid value 99999 (out of bound <65536)`,
+				`spec.components[0].properties.colour: unknown property; allowed: image, labels, port, replicas (component "a")`,
+				`spec.components[0].properties.image: expected string, got int 3 (component "a")`,
+				`spec.components[0].properties.port: expected int & >0 & <65536, got string "80" (component "a")`,
+				`spec.components[0].traits[0].properties.replicas: expected int & >=0, got string "x" (component "a", trait "scaler")`,
+				`spec.components[1].properties.image: missing required property (expected string) (component "b")`,
+				`spec.components[1].properties.port: expected int & >0 & <65536, got int 99999: invalid value 99999 (out of bound <65536) (component "b")`,
 			},
 		},
 		{
@@ -84,10 +84,10 @@ func TestParseValidation(t *testing.T) {
     steps:
       - {name: s, type: apply-objekt}`,
 			errs: []string{
-				`spec.components[0].type: unknown component type "webz" (no component definition of that name)`,
-				`spec.components[0].traits[0].type: unknown trait type "scalar" (no trait definition of that name)`,
-				`spec.policies[0].type: unknown policy type "topolgy" (no policy definition of that name)`,
-				`spec.workflow.steps[0].type: unknown workflow-step type "apply-objekt" (no workflow-step definition of that name)`,
+				`spec.components[0].type: unknown component type "webz" (no component definition of that name) (component "a")`,
+				`spec.components[0].traits[0].type: unknown trait type "scalar" (no trait definition of that name) (component "a", trait "scalar")`,
+				`spec.policies[0].type: unknown policy type "topolgy" (no policy definition of that name) (policy "p")`,
+				`spec.workflow.steps[0].type: unknown workflow-step type "apply-objekt" (no workflow-step definition of that name) (workflow step "s")`,
 			},
 		},
 		{
@@ -98,9 +98,9 @@ func TestParseValidation(t *testing.T) {
     - {name: b, type: job, properties: {image: x}, dependsOn: [c]}
     - {name: c, type: job, properties: {image: x}, dependsOn: [a, ghost, c]}`,
 			errs: []string{
-				`spec.components[2].dependsOn[1]: unknown component "ghost"`,
-				`spec.components[2].dependsOn[2]: component "c" depends on itself`,
-				`spec.components[0].dependsOn: dependency cycle: a → b → c → a`,
+				`spec.components[2].dependsOn[1]: unknown component "ghost" (component "c")`,
+				`spec.components[2].dependsOn[2]: component "c" depends on itself (component "c")`,
+				`spec.components[0].dependsOn: dependency cycle: a → b → c → a (component "a")`,
 			},
 		},
 		{
@@ -119,18 +119,17 @@ func TestParseValidation(t *testing.T) {
 			errs: []string{
 				`spec.components[1].name: duplicate component name "a" (also spec.components[0])`,
 				`spec.policies[1].name: duplicate policy name "p" (also spec.policies[0])`,
-				`spec.workflow.steps[1].name: duplicate step name "s" (also spec.workflow.steps[0])`,
+				`spec.workflow.steps[1].name: duplicate step name "s" (also spec.workflow.steps[0]) (workflow step "s")`,
 			},
 		},
 		{
-			reason: "traits violating appliesToWorkloads and conflictsWith",
+			reason: "traits violating conflictsWith (appliesToWorkloads only warns, see TestParseWarnings)",
 			spec: `
   components:
     - {name: j, type: job, properties: {image: x}, traits: [{type: scaler}]}
     - {name: w, type: web, properties: {image: x}, traits: [{type: scaler}, {type: hpa, properties: {max: 3}}]}`,
 			errs: []string{
-				`spec.components[0].traits[0].type: trait "scaler" applies to deployments.apps, not to component type "job" (workload Job, job, jobs.batch, Job.batch)`,
-				`spec.components[1].traits[1].type: trait "hpa" conflicts with trait "scaler" (spec.components[1].traits[0])`,
+				`spec.components[1].traits[1].type: trait "hpa" conflicts with trait "scaler" (spec.components[1].traits[0]) (component "w", trait "hpa")`,
 			},
 		},
 		{
@@ -156,10 +155,10 @@ func TestParseValidation(t *testing.T) {
       - {name: s2, type: notify, properties: {url: "http://x"}, dependsOn: [s9]}
       - {name: s3, type: notify, inputs: [{from: msg, parameterKey: message}], properties: {url: "http://x"}, timeout: soon}`,
 			errs: []string{
-				`spec.workflow.steps[0].properties.cluster: expected string, got int 3`,
-				`spec.workflow.steps[1].properties.message: missing required property (expected string)`,
-				`spec.workflow.steps[2].timeout: "soon" is not a duration (e.g. 30s, 5m)`,
-				`spec.workflow.steps[1].dependsOn[0]: unknown step "s9"`,
+				`spec.workflow.steps[0].properties.cluster: expected string, got int 3 (workflow step "s1")`,
+				`spec.workflow.steps[1].properties.message: missing required property (expected string) (workflow step "s2")`,
+				`spec.workflow.steps[2].timeout: "soon" is not a duration (e.g. 30s, 5m) (workflow step "s3")`,
+				`spec.workflow.steps[1].dependsOn[0]: unknown step "s9" (workflow step "s2")`,
 			},
 		},
 		{
@@ -181,7 +180,7 @@ func TestParseValidation(t *testing.T) {
   components:
     - {name: a, type: web, properties: {image: x}, traits: [{type: broken, properties: {replicas: 1}}]}`,
 			errs: []string{
-				`spec.components[0].traits[0].type: trait definition "broken" cannot be used: it does not compile: trait "broken": missing ',' in struct literal (at testdata/defs/broken/broken.cue:7:11)`,
+				`spec.components[0].traits[0].type: trait definition "broken" cannot be used: it does not compile: trait "broken": missing ',' in struct literal (at testdata/defs/broken/broken.cue:7:11) (component "a", trait "broken")`,
 			},
 		},
 		{
@@ -190,8 +189,8 @@ func TestParseValidation(t *testing.T) {
   components:
     - {name: a, type: job, properties: [1, 2]}`,
 			errs: []string{
-				`spec.components[0].properties: properties must be an object, got a list`,
-				`spec.components[0].properties.image: missing required property (expected string)`,
+				`spec.components[0].properties: properties must be an object, got a list (component "a")`,
+				`spec.components[0].properties.image: missing required property (expected string) (component "a")`,
 			},
 		},
 	}
@@ -210,12 +209,38 @@ func TestParseValidation(t *testing.T) {
 	}
 }
 
-func TestParseWarnsAboutIgnoredProperties(t *testing.T) {
-	af, err := Parse(context.Background(), app(t, `
+func TestParseWarnings(t *testing.T) {
+	cases := []struct {
+		reason   string
+		spec     string
+		warnings []string
+	}{
+		{
+			// KubeVela's own examples attach expose to a daemon and
+			// volumes to a task, and vela renders them.
+			reason: "a trait outside its appliesToWorkloads is a warning, not an error",
+			spec: `
   components:
-    - {name: a, type: job, properties: {image: x, imagePullPolicy: Always}}`), testSource(t))
-	require.NoError(t, err)
-	assert.Equal(t, []string{"spec.components[0].properties.imagePullPolicy: unknown property; allowed: image; the definition ignores it"}, af.Warnings)
+    - {name: j, type: job, properties: {image: x}, traits: [{type: scaler}]}`,
+			warnings: []string{`spec.components[0].traits[0].type: trait "scaler" applies to deployments.apps, not to component type "job" (workload Job, job, jobs.batch, Job.batch); rendering it anyway (component "j", trait "scaler")`},
+		},
+		{
+			reason: "a replication policy is accepted, with a warning that it is not carried out",
+			spec: `
+  components:
+    - {name: j, type: job, properties: {image: x}}
+  policies:
+    - {name: r, type: replication, properties: {keys: [a, b]}}`,
+			warnings: []string{`spec.policies[0]: replication is not carried out: the selected components are deployed once, with an empty context.replicaKey (policy "r")`},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			af, err := Parse(context.Background(), app(t, tc.spec), testSource(t))
+			require.NoError(t, err)
+			assert.Equal(t, tc.warnings, af.Warnings)
+		})
+	}
 }
 
 func TestDefaultWorkflow(t *testing.T) {

@@ -74,6 +74,11 @@ func (p *parser) checkMode(path, mode string) {
 }
 
 func (p *parser) step(path string, ws *oamv1alpha1.WorkflowStepBase, seen map[string]string) (*WorkflowStep, error) {
+	p.subject = ""
+	if ws.Name != "" {
+		p.subject = fmt.Sprintf("workflow step %q", ws.Name)
+	}
+	defer func() { p.subject = "" }()
 	if ws.Name == "" {
 		p.errorf(path+".name", "step name is empty")
 	} else if other, dup := seen[ws.Name]; dup {
@@ -124,7 +129,7 @@ func (p *parser) step(path string, ws *oamv1alpha1.WorkflowStepBase, seen map[st
 	cctx := p.validationContext(p.af.Name)
 	cctx["stepName"] = ws.Name
 	cctx["stepSessionID"] = ""
-	if err := p.checkProperties(path+".properties", def, props, cctx, suppliedKeys(keys)); err != nil {
+	if _, err := p.checkProperties(path+".properties", def, props, cctx, suppliedKeys(keys)); err != nil {
 		return nil, err
 	}
 	return step, nil
@@ -137,8 +142,13 @@ func (p *parser) stepDeps(path string, steps []*WorkflowStep) {
 	}
 	graph := map[string][]string{}
 	order := make([]string, 0, len(steps))
+	defer func() { p.subject = "" }()
 	for i, s := range steps {
 		order = append(order, s.Name)
+		p.subject = ""
+		if s.Name != "" {
+			p.subject = fmt.Sprintf("workflow step %q", s.Name)
+		}
 		for j, d := range s.DependsOn {
 			if !has(names, d) {
 				p.errorf(fmt.Sprintf("%s[%d].dependsOn[%d]", path, i, j), "unknown step %q", d)
@@ -148,6 +158,7 @@ func (p *parser) stepDeps(path string, steps []*WorkflowStep) {
 		}
 	}
 	for _, cyc := range findCycles(graph, order) {
+		p.subject = fmt.Sprintf("workflow step %q", cyc[0])
 		p.errorf(fmt.Sprintf("%s[%d].dependsOn", path, names[cyc[0]]), "dependency cycle: %v", cyc)
 	}
 }

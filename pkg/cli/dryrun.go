@@ -105,10 +105,16 @@ type standalonePolicy struct {
 
 // dryRunInputs are the objects read from the -f files.
 type dryRunInputs struct {
-	apps      []*v1beta1.Application
+	apps []*v1beta1.Application
+	// appFiles are the files the apps came from.
+	appFiles  []string
 	policies  []*standalonePolicy
 	workflows []*oamv1alpha1.Workflow
 	defs      []client.Object
+	// firstOnly reads only the first document of each file (dry-run,
+	// as vela); warn says so when a file has more.
+	firstOnly bool
+	warn      io.Writer
 }
 
 func (o *dryRunOptions) run(ctx context.Context, out, errOut io.Writer) error {
@@ -131,15 +137,25 @@ func (o *dryRunOptions) run(ctx context.Context, out, errOut io.Writer) error {
 			return userErrorf("--cluster-version: %v", err)
 		}
 	}
-	in, err := readDryRunInputs(o.files)
+	in, err := readDryRunInputs(o.files, errOut)
 	if err != nil {
 		return err
 	}
-	if len(in.apps) == 0 {
+	switch {
+	case len(in.apps) == 0:
 		return userErrorf("no Application found in %s", strings.Join(o.files, ", "))
+	case len(in.apps) > 1:
+		return userErrorf("the -f files hold %d Applications (%s); dry-run renders one at a time", len(in.apps), strings.Join(in.appFiles, ", "))
 	}
-	if !o.merge && (len(in.policies) > 0 || len(in.workflows) > 0) {
-		fmt.Fprintf(errOut, "Warning: %d standalone Policy and %d Workflow object(s) ignored; pass --merge to fold them into the Application\n", len(in.policies), len(in.workflows))
+	if !o.merge {
+		// As vela does, on stdout before the objects (as JSON would not
+		// parse then, on stderr for -o json).
+		w := out
+		if o.output == "json" {
+			w = errOut
+		}
+		notReferenced(w, in.apps[0], in.policies, in.workflows)
+		in.policies, in.workflows = nil, nil
 	}
 
 	src, err := o.source(in, errOut)
@@ -162,11 +178,6 @@ func (o *dryRunOptions) run(ctx context.Context, out, errOut io.Writer) error {
 			if err := mergeStandalone(app, in.policies, in.workflows); err != nil {
 				return err
 			}
-		}
-		// Online, a topology naming an unregistered cluster is refused as
-		// up, the webhook and the controller refuse it.
-		if err := validateTopologies(ctx, resolver, app); err != nil {
-			return err
 		}
 		d, err := dryRunApp(ctx, app, src, resolver, cv, newHelmTemplater(o.chartRoot, nil), errOut)
 		if err != nil {
@@ -264,9 +275,25 @@ func parseClusterLabels(flags []string) (render.ClusterResolver, error) {
 	return clusters, nil
 }
 
-// readDryRunInputs reads every document of the -f files.
-func readDryRunInputs(files []string) (*dryRunInputs, error) {
-	in := &dryRunInputs{}
+// notReferenced prints the warnings vela prints for standalone Workflow
+// and Policy files given without --merge (they are ignored): a Workflow
+// the Application's spec.workflow.ref does not name, and every Policy.
+func notReferenced(w io.Writer, app *v1beta1.Application, policies []*standalonePolicy, workflows []*oamv1alpha1.Workflow) {
+	for _, wf := range workflows {
+		if app.Spec.Workflow == nil || app.Spec.Workflow.Ref != wf.Name {
+			fmt.Fprintf(w, "WARNING: workflow %s not referenced by application\n\n", wf.Name)
+		}
+	}
+	for _, p := range policies {
+		fmt.Fprintf(w, "WARNING: policy %s not referenced by application\n\n", p.Name)
+	}
+}
+
+// readDryRunInputs reads the -f files. As vela reads them, only the first
+// YAML document of each file counts (a warning on errOut says how many
+// more were ignored).
+func readDryRunInputs(files []string, errOut io.Writer) (*dryRunInputs, error) {
+	in := &dryRunInputs{firstOnly: true, warn: errOut}
 	for _, f := range files {
 		var data []byte
 		var err error
@@ -287,6 +314,7 @@ func readDryRunInputs(files []string) (*dryRunInputs, error) {
 
 func (in *dryRunInputs) add(file string, data []byte) error {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	read := 0
 	for i := 0; ; i++ {
 		raw, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -295,9 +323,16 @@ func (in *dryRunInputs) add(file string, data []byte) error {
 		if err != nil {
 			return fmt.Errorf("%s: document %d: %w", file, i, err)
 		}
-		if len(bytes.TrimSpace(raw)) == 0 {
+		if len(bytes.TrimSpace(raw)) == 0 || isComments(raw) {
 			continue
 		}
+		if in.firstOnly && read > 0 {
+			if in.warn != nil {
+				fmt.Fprintf(in.warn, "Warning: %s: only the first YAML document of a file is read; document %d and any after it are ignored\n", file, i)
+			}
+			return nil
+		}
+		read++
 		var tm metav1.TypeMeta
 		if err := yaml.Unmarshal(raw, &tm); err != nil {
 			return fmt.Errorf("%s: document %d is not valid YAML: %w", file, i, err)
@@ -322,6 +357,7 @@ func (in *dryRunInputs) add(file string, data []byte) error {
 				return fmt.Errorf("%s: document %d (Application): metadata.name is empty", file, i)
 			}
 			in.apps = append(in.apps, app)
+			in.appFiles = append(in.appFiles, file)
 		case "Policy":
 			p := &standalonePolicy{}
 			if err := yaml.UnmarshalStrict(raw, p); err != nil {
@@ -393,15 +429,16 @@ type doc struct {
 	obj    map[string]any
 }
 
-// dryRunApp parses and renders one Application.
+// dryRunApp validates and renders one Application. Online, the clusters
+// its topology policies name are checked as up, the webhook and the
+// controller check them (resolver is the cluster registry then).
 func dryRunApp(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource, resolver render.ClusterResolver, cv render.ClusterVersion, charts *helmTemplater, errOut io.Writer) ([]doc, error) {
-	af, err := appfile.Parse(ctx, app, src)
+	clusters, _ := resolver.(appfile.Clusters)
+	af, warnings, err := appfile.Validate(ctx, app, src, clusters)
 	if err != nil {
 		return nil, asUserError(err)
 	}
-	for _, w := range af.Warnings {
-		fmt.Fprintf(errOut, "Warning: %s/%s: %s\n", af.Namespace, af.Name, w)
-	}
+	printWarnings(errOut, app, warnings)
 	if af.Workflow != nil && af.Workflow.Ref != "" {
 		fmt.Fprintf(errOut, "Warning: %s/%s: spec.workflow.ref %q is not rendered (pass the Workflow with -f and --merge); rendering every component\n", af.Namespace, af.Name, af.Workflow.Ref)
 	}
@@ -427,6 +464,22 @@ func dryRunApp(ctx context.Context, app *v1beta1.Application, src appfile.Defini
 			for i, r := range res {
 				h := resourceHeader(r)
 				if i == 0 {
+					h = block + "\n" + h
+				}
+				docs = append(docs, doc{header: h, obj: r.Object.Object})
+			}
+			// Policies with an output follow the components, once per
+			// block (as vela prints them).
+			pres, err := render.RenderPolicies(ctx, t.AppFile, opts)
+			if err != nil {
+				return nil, asUserError(err)
+			}
+			for i, r := range pres {
+				h := "# policy: " + r.Component
+				if r.Output != "" {
+					h += ", output: " + r.Output
+				}
+				if i == 0 && len(res) == 0 {
 					h = block + "\n" + h
 				}
 				docs = append(docs, doc{header: h, obj: r.Object.Object})
@@ -469,12 +522,12 @@ func resourceHeader(r render.Resource) string {
 	return h
 }
 
-// asUserError marks validation and definition errors as the user's.
+// asUserError marks invalid Applications (appfile.IsInvalid) and
+// templates that fail to render with their properties as the user's.
 func asUserError(err error) error {
-	var ve *appfile.ValidationError
 	var ce *cuex.Error
 	var ces cuex.Errors
-	if errors.As(err, &ve) || errors.As(err, &ce) || errors.As(err, &ces) || errors.Is(err, appfile.ErrDefinitionNotFound) {
+	if appfile.IsInvalid(err) || errors.As(err, &ce) || errors.As(err, &ces) || errors.Is(err, appfile.ErrDefinitionNotFound) {
 		return &UserError{Err: err}
 	}
 	return err

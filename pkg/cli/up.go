@@ -147,11 +147,11 @@ func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) err
 	if o.validate {
 		// The registry only reads cluster Secrets here; when it cannot be
 		// built the clusters are left for the controller to check.
-		var clusters topologyValidator
+		var clusters appfile.Clusters
 		if reg, err := multicluster.NewRegistry(c, cfg); err == nil {
 			clusters = reg
 		}
-		if err := validateApps(ctx, c, clusters, in.apps, defs); err != nil {
+		if err := validateApps(ctx, out, c, clusters, in.apps, defs); err != nil {
 			return err
 		}
 	}
@@ -209,15 +209,16 @@ func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) err
 	return nil
 }
 
-// validateApps parses every Application against the definitions in the
-// files, then the cluster's (app namespace, oamflow-system, vela-system),
-// then the built-ins — as the controller will — so that an invalid
-// Application is refused with all its field-path errors before anything is
-// written (exit 1); so is one whose topology policies name clusters not
-// registered in the hub (clusters may be nil: not checked). Problems that
-// are not about the input (the cluster cannot be read) are left for the
-// controller to report.
-func validateApps(ctx context.Context, c client.Client, clusters topologyValidator, apps []*v1beta1.Application, defs []*appfile.Definition) error {
+// validateApps asks appfile.Validate about every Application, against
+// the definitions in the files, then the cluster's (app namespace,
+// oamflow-system, vela-system), then the built-ins — as the controller
+// will — so that an invalid Application is refused with all its
+// field-path errors before anything is written (exit 1), word for word as
+// the controller and the webhook would refuse it; clusters checks the
+// topology policies' clusters (nil: not checked). Warnings are printed to
+// out and change nothing. Problems that are not about the input (the
+// cluster cannot be read) are left for the controller to report.
+func validateApps(ctx context.Context, out io.Writer, c client.Client, clusters appfile.Clusters, apps []*v1beta1.Application, defs []*appfile.Definition) error {
 	builtins, err := appfile.NewFSSource(definitions.FS, ".")
 	if err != nil {
 		return err
@@ -228,41 +229,24 @@ func validateApps(ctx context.Context, c client.Client, clusters topologyValidat
 	}
 	for _, app := range apps {
 		src := appfile.Chain(inline, appfile.NewClusterSource(c, app.Namespace, ""), builtins)
-		if _, err := appfile.Parse(ctx, app, src); err != nil {
-			if ue := asUserError(err); ue != err {
-				return ue
-			}
-			continue
-		}
-		if err := validateTopologies(ctx, clusters, app); err != nil {
-			return err
+		_, warnings, err := appfile.Validate(ctx, app, src, clusters)
+		printWarnings(out, app, warnings)
+		if appfile.IsInvalid(err) {
+			return &UserError{Err: err}
 		}
 	}
 	return nil
 }
 
-// topologyValidator checks that the clusters an Application's topology
-// policies name are registered (multicluster.Registry, as the controller
-// and the admission webhook use it).
-type topologyValidator interface {
-	ValidateTopologies(ctx context.Context, policies []common.AppPolicy) error
-}
-
-// validateTopologies returns a *UserError when a topology policy of app
-// names a cluster that is not registered (the error names each field,
-// spec.policies[i].properties.clusters[j]). v is checked only when it is
-// a topologyValidator (an offline resolver is not); other errors, such as
-// cluster Secrets that cannot be read, are left for the controller.
-func validateTopologies(ctx context.Context, v any, app *v1beta1.Application) error {
-	tv, ok := v.(topologyValidator)
-	if !ok || tv == nil {
-		return nil
+// printWarnings prints validation warnings, one a line.
+func printWarnings(w io.Writer, app *v1beta1.Application, warnings []string) {
+	ns := app.Namespace
+	if ns == "" {
+		ns = "default"
 	}
-	err := tv.ValidateTopologies(ctx, app.Spec.Policies)
-	if errors.Is(err, multicluster.ErrClusterNotFound) {
-		return userErrorf("Application %s/%s: %w (list the clusters with `oamflow cluster list`; add one with `oamflow cluster join`)", app.Namespace, app.Name, err)
+	for _, msg := range warnings {
+		fmt.Fprintf(w, "Warning: application %s/%s: %s\n", ns, app.Name, msg)
 	}
-	return nil
 }
 
 // readUpInputs reads every document of files ("-" is stdin): YAML

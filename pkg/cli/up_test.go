@@ -468,7 +468,7 @@ spec:
 		refused string
 	}{
 		{"an unregistered cluster is refused, naming the field", `["local", "member-9"]`,
-			`spec.policies[0].properties.clusters[1]: "member-9"`},
+			`spec.policies[0].properties.clusters[1]: cluster "member-9" not registered`},
 		{"the hub and a registered member are accepted", `["local", "member-1"]`, ""},
 	}
 	for _, tc := range cases {

@@ -63,7 +63,7 @@ func (r registryLike) ValidateTopologies(_ context.Context, policies []common.Ap
 	for i, p := range policies {
 		if p.Type == "topology" && strings.Contains(string(p.Properties.Raw), "member-9") {
 			return &multicluster.UnknownClustersError{
-				Fields:   []string{fmt.Sprintf("spec.policies[%d].properties.clusters[0]: %q", i, "member-9")},
+				Fields:   []multicluster.UnknownClusterField{{Path: fmt.Sprintf("spec.policies[%d].properties.clusters[0]", i), Policy: p.Name, Cluster: "member-9"}},
 				NotFound: &multicluster.ClusterNotFoundError{Names: []string{"member-9"}, Namespace: "oamflow-system"},
 			}
 		}
@@ -97,7 +97,7 @@ policies:
 	parsed := meta.FindStatusCondition(got.Status.Conditions, ConditionParsed)
 	require.NotNil(t, parsed)
 	assert.Equal(t, ReasonInvalidApplication, parsed.Reason)
-	assert.Contains(t, parsed.Message, `spec.policies[1].properties.clusters[0]: "member-9"`)
+	assert.Contains(t, parsed.Message, `spec.policies[1].properties.clusters[0]: cluster "member-9" not registered`)
 	_, ok := h.deployment("web")
 	assert.False(t, ok, "nothing is applied, not even on the hub")
 	assert.Empty(t, h.revisions("lost"))

@@ -13,17 +13,19 @@ import (
 	"github.com/oamflow/oamflow/pkg/workflow"
 )
 
-// Parser parses and validates an Application against a definition source.
-type Parser interface {
-	Parse(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource) (*appfile.AppFile, error)
+// Validator decides whether an Application can be deployed
+// (appfile.Validate): the parsed Application and its warnings, or an
+// *appfile.InvalidError.
+type Validator interface {
+	Validate(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource, clusters appfile.Clusters) (*appfile.AppFile, []string, error)
 }
 
-// ParserFn adapts a function to Parser.
-type ParserFn func(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource) (*appfile.AppFile, error)
+// ValidatorFn adapts a function to Validator.
+type ValidatorFn func(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource, clusters appfile.Clusters) (*appfile.AppFile, []string, error)
 
-// Parse calls fn.
-func (fn ParserFn) Parse(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource) (*appfile.AppFile, error) {
-	return fn(ctx, app, src)
+// Validate calls fn.
+func (fn ValidatorFn) Validate(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource, clusters appfile.Clusters) (*appfile.AppFile, []string, error) {
+	return fn(ctx, app, src, clusters)
 }
 
 // SourceFactory returns the source of the definitions currently installed,

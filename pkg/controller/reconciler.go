@@ -13,7 +13,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"runtime/debug"
@@ -85,8 +84,8 @@ func (noMetrics) ObserveReconcile(_, _ *v1beta1.Application, _ time.Duration, _ 
 // WithMetrics makes the Reconciler report to m (default: nothing).
 func WithMetrics(m Metrics) Option { return func(r *Reconciler) { r.metrics = m } }
 
-// WithParser replaces appfile.Parse.
-func WithParser(p Parser) Option { return func(r *Reconciler) { r.parser = p } }
+// WithValidator replaces appfile.Validate.
+func WithValidator(v Validator) Option { return func(r *Reconciler) { r.validator = v } }
 
 // WithSources replaces the source of live definitions.
 func WithSources(s SourceFactory) Option { return func(r *Reconciler) { r.sources = s } }
@@ -129,10 +128,10 @@ type Reconciler struct {
 	workflow  WorkflowRunner
 	opts      Options
 
-	parser   Parser
-	sources  SourceFactory
-	renderer Renderer
-	keepers  KeeperFactory
+	validator Validator
+	sources   SourceFactory
+	renderer  Renderer
+	keepers   KeeperFactory
 	// releases and releaseHealth serve Helm components (WithHelm).
 	releases      resourcekeeper.ReleaseHandler
 	releaseHealth health.ReleaseChecker
@@ -168,7 +167,7 @@ func New(c, direct client.Client, recorder record.EventRecorder, wf WorkflowRunn
 		revisions: revision.NewManager(direct, direct),
 		workflow:  wf,
 		opts:      opts,
-		parser:    ParserFn(appfile.Parse),
+		validator: ValidatorFn(appfile.Validate),
 		renderer:  RendererFn(render.RenderComponent),
 		clients:   multicluster.HubOnly{Hub: direct},
 		metrics:   noMetrics{},
@@ -258,6 +257,9 @@ type scope struct {
 	why    string
 	af     *appfile.AppFile
 	defs   revision.Definitions
+	// warnings are the validation warnings of a live parse (reported as
+	// Warning events when a revision is made of it).
+	warnings []string
 
 	// revision: the revision to deploy, its number, whether it is new.
 	rev    *v1beta1.ApplicationRevision
@@ -416,10 +418,12 @@ func (r *Reconciler) parse(ctx context.Context, s *scope) error {
 	}
 	s.live, s.why = live, why
 	if !live {
+		// The revision's clusters were checked when it was made; a cluster
+		// detached since fails its deploy step instead.
 		snap := revision.Application(s.latest, app)
-		af, err := r.parser.Parse(ctx, snap, revision.Source(s.latest))
+		af, _, err := r.validator.Validate(ctx, snap, revision.Source(s.latest), nil)
 		if err != nil {
-			err = classifyParse(err)
+			err = invalidIsUsers(err)
 			setParsedCondition(app, "", err)
 			return err
 		}
@@ -428,18 +432,13 @@ func (r *Reconciler) parse(ctx context.Context, s *scope) error {
 		return nil
 	}
 	rec := revision.NewRecorder(r.sources.Source(app))
-	af, err := r.parser.Parse(ctx, app, rec)
-	if err == nil {
-		err = resolveSteps(ctx, af)
-	}
-	if err == nil {
-		err = r.validateTopologies(ctx, app)
-	}
+	af, warnings, err := r.validator.Validate(ctx, app, rec, r.clusters())
 	if err != nil {
-		err = classifyParse(err)
+		err = invalidIsUsers(err)
 		setParsedCondition(app, "", err)
 		return err
 	}
+	s.warnings = warnings
 	defs, err := rec.Definitions()
 	if err != nil {
 		setParsedCondition(app, "", err)
@@ -450,54 +449,20 @@ func (r *Reconciler) parse(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// classifyParse marks validation errors and missing definitions as the
-// user's.
-func classifyParse(err error) error {
-	var ve *appfile.ValidationError
-	if errors.As(err, &ve) || errors.Is(err, appfile.ErrDefinitionNotFound) || isUserError(err) {
+// invalidIsUsers marks an Application that cannot be deployed as
+// written (appfile.IsInvalid) as the user's to fix.
+func invalidIsUsers(err error) error {
+	if appfile.IsInvalid(err) {
 		return &userError{err: err}
 	}
 	return err
 }
 
-// resolveSteps resolves the definition of every workflow step, so that a
-// missing step type is reported now and the revision snapshots them all.
-func resolveSteps(ctx context.Context, af *appfile.AppFile) error {
-	if af.Workflow == nil {
-		return nil
-	}
-	for i, s := range af.Workflow.Steps {
-		if _, err := s.Definition(ctx); err != nil {
-			return &userError{err: fmt.Errorf("spec.workflow.steps[%d] (%s): type %q: %w", i, s.Name, s.Type, err)}
-		}
-		for j, sub := range s.SubSteps {
-			if _, err := sub.Definition(ctx); err != nil {
-				return &userError{err: fmt.Errorf("spec.workflow.steps[%d].subSteps[%d] (%s): type %q: %w", i, j, sub.Name, sub.Type, err)}
-			}
-		}
-	}
-	return nil
-}
-
-// topologyValidator checks the clusters topology policies name
-// (multicluster.Registry implements it next to render.ClusterResolver).
-type topologyValidator interface {
-	ValidateTopologies(ctx context.Context, policies []common.AppPolicy) error
-}
-
-// validateTopologies refuses, before anything is deployed, topology
-// policies naming clusters that are not registered (a user error naming
-// the fields).
-func (r *Reconciler) validateTopologies(ctx context.Context, app *v1beta1.Application) error {
-	v, ok := r.resolver.(topologyValidator)
-	if !ok {
-		return nil
-	}
-	err := v.ValidateTopologies(ctx, app.Spec.Policies)
-	if errors.Is(err, multicluster.ErrClusterNotFound) {
-		return &userError{err: err}
-	}
-	return err
+// clusters returns the cluster check of topology policies: the cluster
+// resolver's (multicluster.Registry implements it), or nil.
+func (r *Reconciler) clusters() appfile.Clusters {
+	c, _ := r.resolver.(appfile.Clusters)
+	return c
 }
 
 // revision picks the revision to deploy: the latest one when the app was
@@ -523,6 +488,9 @@ func (r *Reconciler) revision(ctx context.Context, s *scope) error {
 			}
 			s.rev, created = rev, true
 			s.log.Info("created application revision", "revision", rev.Name, "reason", s.why)
+			for _, w := range s.warnings {
+				r.recorder.Event(app, "Warning", ReasonValidationWarning, w)
+			}
 		}
 	}
 	n, err := revision.Number(app.Name, s.rev.Name)
@@ -576,7 +544,9 @@ func (r *Reconciler) render(ctx context.Context, s *scope) error {
 	cache := newRenderCache(s.af)
 	deferred := 0
 	for i, comp := range s.af.Components {
-		if len(comp.Inputs) > 0 {
+		// Components taking workflow inputs, or missing a property their
+		// override policies supply, render in their step.
+		if len(comp.Inputs) > 0 || comp.Pending {
 			deferred++
 			continue
 		}

@@ -589,7 +589,7 @@ components:
 	require.NotNil(t, rc)
 	assert.Equal(t, metav1.ConditionTrue, rc.Status)
 	assert.Equal(t, ReasonRendered, rc.Reason)
-	assert.Equal(t, "1 components rendered; 1 wait for workflow inputs and render in their step", rc.Message)
+	assert.Equal(t, "1 components rendered; 1 wait for workflow inputs or override policies and render in their step", rc.Message)
 	assert.Equal(t, common.ApplicationRunningWorkflow, got.Status.Phase)
 }
 
@@ -747,7 +747,7 @@ workflow:
 }
 
 func TestPanicAtTheBoundaryIsReported(t *testing.T) {
-	h := newHarness(t, harnessOpt{with: []Option{WithParser(ParserFn(func(context.Context, *v1beta1.Application, appfile.DefinitionSource) (*appfile.AppFile, error) {
+	h := newHarness(t, harnessOpt{with: []Option{WithValidator(ValidatorFn(func(context.Context, *v1beta1.Application, appfile.DefinitionSource, appfile.Clusters) (*appfile.AppFile, []string, error) {
 		panic("parser exploded")
 	}))}})
 	app := h.app("boundary", `

@@ -64,6 +64,11 @@ const (
 	ReasonDeleting             = "Deleting"
 )
 
+// ReasonValidationWarning is the reason of the Warning events that report
+// what validation warns about when a revision is made (a trait outside its
+// appliesToWorkloads): the Application is deployed anyway.
+const ReasonValidationWarning = "ValidationWarning"
+
 func setCondition(app *v1beta1.Application, typ string, ok bool, reason, msg string) {
 	status := metav1.ConditionFalse
 	if ok {
@@ -145,7 +150,7 @@ func setRenderCondition(app *v1beta1.Application, rendered, deferred int, err er
 	}
 	msg := fmt.Sprintf("%d components rendered", rendered)
 	if deferred > 0 {
-		msg += fmt.Sprintf("; %d wait for workflow inputs and render in their step", deferred)
+		msg += fmt.Sprintf("; %d wait for workflow inputs or override policies and render in their step", deferred)
 	}
 	setCondition(app, ConditionRender, true, ReasonRendered, msg)
 }

@@ -223,7 +223,7 @@ func TestSetRenderCondition(t *testing.T) {
 		msg                string
 	}{
 		{"all rendered", 2, 0, nil, metav1.ConditionTrue, ReasonRendered, "2 components rendered"},
-		{"some wait for inputs", 1, 1, nil, metav1.ConditionTrue, ReasonRendered, "1 components rendered; 1 wait for workflow inputs and render in their step"},
+		{"some wait for inputs", 1, 1, nil, metav1.ConditionTrue, ReasonRendered, "1 components rendered; 1 wait for workflow inputs or override policies and render in their step"},
 		{"a failure names the component and field", 0, 0, &userError{err: errors.New(`spec.components[0]: component "web": output.spec.replicas: conflicting values 1 and "x"`)},
 			metav1.ConditionFalse, ReasonRenderFailed, `spec.components[0]: component "web": output.spec.replicas`},
 	}

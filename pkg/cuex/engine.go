@@ -194,6 +194,9 @@ type Template struct {
 	// fixed, when set, replaces this template: an evaluation found list
 	// arithmetic that compiling could not see (evalLocked).
 	fixed *Template
+	// uses are the parameter paths the template uses as whole values
+	// (parameterUses): their keys are passed through, never unknown.
+	uses [][]string
 }
 
 // Warnings returns what compiling found questionable but not wrong: a
@@ -293,7 +296,7 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 		// parameter and context completes; Validate ignores those.)
 		return nil, translate(src, err, "")
 	}
-	t := &Template{src: src, text: text, key: key, gen: e.gen, value: v, imports: imports, labels: topLabels(file), warnings: warnings, file: file.Filename}
+	t := &Template{src: src, text: text, key: key, gen: e.gen, value: v, imports: imports, labels: topLabels(file), warnings: warnings, file: file.Filename, uses: parameterUses(file)}
 	// A component's check evaluates the whole template with the context
 	// its rendering uses, and the rendering reuses that evaluation; a
 	// trait, policy or step is rendered with another context (or not at

@@ -34,19 +34,29 @@ type FieldError struct {
 type ParameterCheck struct {
 	// Errors make the properties unusable.
 	Errors []FieldError
-	// Warnings are properties the definition ignores (unknown keys of an
-	// open parameter struct).
-	Warnings []FieldError
+	// Pending are required properties that are missing now and that the
+	// supplied keys will fill (from workflow inputs or override
+	// policies): the properties can only be rendered once they are.
+	Pending []FieldError
 }
 
 // CheckParameter unifies props (JSON-like Go data) with the template's
 // `parameter` under cctx (the `context` value; parameters may default from
 // it) and reports every problem at once: wrong types and values (expected
-// vs. given), missing required properties, unknown properties (errors when
-// the parameter is closed, warnings when it is an open struct without
-// `...`), and the template's own `errs`-free constraints on parameter.
-// supplied lists dotted parameter keys that inputs[].parameterKey will fill
-// at run time: missing values at or under them are not errors.
+// vs. given), missing required properties, unknown properties, and the
+// template's own `errs`-free constraints on parameter.
+//
+// A key is unknown where the schema lists its fields: a struct with at
+// least one declared field, no `...` and no pattern constraint
+// (`[string]: T`), or a closed one (`close`, definitions). The message
+// suggests the declared field the key is most likely a typo of. Keys under
+// a path the template uses as a whole value (`output: parameter`,
+// `resources: parameter.resources`, see parameterUses) are never unknown:
+// they are passed through.
+//
+// supplied lists dotted parameter keys that workflow inputs or override
+// policies will fill: missing values at or under them are not errors but
+// Pending.
 //
 // For templates other than components' it evaluates only what parameter
 // depends on (see reduceToParameter), not the outputs and patches; a
@@ -126,14 +136,16 @@ func (e *Engine) CheckParameter(ctx context.Context, t *Template, props any, cct
 			switch {
 			case isIncomplete(msg):
 				if !provided {
-					if !isSupplied(path, supplied) {
+					if isSupplied(path, supplied) {
+						res.Pending = append(res.Pending, FieldError{Path: path, Message: "missing until supplied"})
+					} else {
 						add(path, "missing required property"+expectedSuffix(schemaAt(schema, path)))
 					}
 					continue
 				}
 				add(path, msg)
-			case strings.Contains(msg, "field not allowed"):
-				add(path, "unknown property"+allowedSuffix(schemaAt(schema, path[:len(path)-1])))
+			case strings.Contains(msg, "field not allowed") && len(path) > 0:
+				add(path, unknownMessage(path[len(path)-1], schemaAt(schema, path[:len(path)-1])))
 			case provided:
 				exp := schemaText(schemaAt(schema, path))
 				switch {
@@ -151,21 +163,20 @@ func (e *Engine) CheckParameter(ctx context.Context, t *Template, props any, cct
 		// CUE stops reporting incomplete values under a struct that has a
 		// conflict; walk for missing required properties ourselves.
 		missing(pv, nil, func(path []string) {
-			if _, provided := lookupData(props, path); provided || isSupplied(path, supplied) {
+			if _, provided := lookupData(props, path); provided {
 				return
 			}
 			if byPath[strings.Join(path, "\x00")] != nil {
 				return
 			}
-			add(path, "missing required property"+expectedSuffix(schemaAt(schema, path)))
-		})
-		unknownKeys(schema, props, nil, func(path []string, closed bool) {
-			msg := "unknown property" + allowedSuffix(schemaAt(schema, path[:len(path)-1]))
-			if closed {
-				add(path, msg)
+			if isSupplied(path, supplied) {
+				res.Pending = append(res.Pending, FieldError{Path: path, Message: "missing until supplied"})
 				return
 			}
-			res.Warnings = append(res.Warnings, FieldError{Path: path, Message: msg + "; the definition ignores it"})
+			add(path, "missing required property"+expectedSuffix(schemaAt(schema, path)))
+		})
+		unknownKeys(schema, pv, props, nil, t.uses, func(path []string) {
+			add(path, unknownMessage(path[len(path)-1], schemaAt(schema, path[:len(path)-1])))
 		})
 		return nil
 	}
@@ -183,7 +194,8 @@ func (e *Engine) CheckParameter(ctx context.Context, t *Template, props any, cct
 		return ParameterCheck{}, err
 	}
 	sortFieldErrors(res.Errors)
-	sortFieldErrors(res.Warnings)
+	res.Pending = dedupFieldErrors(res.Pending)
+	sortFieldErrors(res.Pending)
 	if kerr == nil {
 		e.Remember(key, res)
 	}
@@ -433,27 +445,97 @@ func expectedSuffix(v cue.Value) string {
 	return ""
 }
 
-// allowedSuffix lists the fields a struct schema accepts.
-func allowedSuffix(v cue.Value) string {
-	if !v.Exists() || v.IncompleteKind() != cue.StructKind {
-		return ""
-	}
-	it, err := v.Fields(cue.Optional(true))
-	if err != nil {
-		return ""
-	}
-	var names []string
-	for it.Next() {
-		names = append(names, it.Selector().Unquoted())
-	}
+// unknownMessage says that key is not a field of the struct schema v:
+// "unknown property; did you mean imagePullPolicy?" when a declared field
+// is close to it, else the declared fields ("; allowed: a, b").
+func unknownMessage(key string, v cue.Value) string {
+	names := declaredFields(v)
 	if len(names) == 0 {
-		return ""
+		return "unknown property"
+	}
+	if s := closest(key, names); s != "" {
+		return "unknown property; did you mean " + s + "?"
 	}
 	sort.Strings(names)
 	if len(names) > 20 {
 		names = append(names[:20], "…")
 	}
-	return "; allowed: " + strings.Join(names, ", ")
+	return "unknown property; allowed: " + strings.Join(names, ", ")
+}
+
+// declaredFields lists the regular and optional fields of a struct schema.
+func declaredFields(v cue.Value) []string {
+	if !v.Exists() || v.IncompleteKind() != cue.StructKind {
+		return nil
+	}
+	it, err := v.Fields(cue.Optional(true))
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for it.Next() {
+		names = append(names, it.Selector().Unquoted())
+	}
+	return names
+}
+
+// closest returns the name most likely meant by a mistyped key: one that
+// differs only in case, else the nearest within an edit distance of 1 for
+// short keys and 2 for keys of 5 or more characters ("" when none is; a tie
+// picks the first in sorted order).
+func closest(key string, names []string) string {
+	sorted := append([]string(nil), names...)
+	sort.Strings(sorted)
+	for _, n := range sorted {
+		if strings.EqualFold(n, key) {
+			return n
+		}
+	}
+	limit := 1
+	if len(key) >= 5 {
+		limit = 2
+	}
+	best, bestD := "", limit+1
+	for _, n := range sorted {
+		if d := editDistance(key, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b (in bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func dedupFieldErrors(fe []FieldError) []FieldError {
+	seen := map[string]bool{}
+	out := fe[:0]
+	for _, e := range fe {
+		k := strings.Join(e.Path, "\x00")
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func kindOf(x any) string {
@@ -488,10 +570,16 @@ func short(x any) string {
 	return s
 }
 
-// unknownKeys reports keys of data that schema does not declare. closed says
-// whether the schema rejects them (otherwise they are silently ignored).
-func unknownKeys(schema cue.Value, data any, path []string, report func(path []string, closed bool)) {
-	if !schema.Exists() {
+// unknownKeys reports keys of data that schema does not declare, where
+// the schema lists its fields (see CheckParameter); uses are the paths the
+// template passes through whole (parameterUses). ev is the parameter
+// evaluated with the data at the same path: a key the static schema lacks
+// is still declared when the template adds it under a condition on the
+// data (`if type == "pvc" {claimName: string}`; CUE shows the
+// comprehension as the field's origin whether the condition holds or not,
+// so such a key is always accepted).
+func unknownKeys(schema, ev cue.Value, data any, path []string, uses [][]string, report func(path []string)) {
+	if !schema.Exists() || passesThrough(uses, path) {
 		return
 	}
 	if isDisjunction(schema) {
@@ -502,8 +590,9 @@ func unknownKeys(schema cue.Value, data any, path []string, report func(path []s
 		if schema.IncompleteKind()&cue.StructKind == 0 || schema.IncompleteKind() == cue.TopKind {
 			return
 		}
+		// `...` and `[string]: T` both make any key a field.
 		pattern := schema.LookupPath(cue.MakePath(cue.AnyString))
-		closed := !schema.Allows(cue.Str("\x00oamflow-probe"))
+		closed := !schema.Allows(cue.Str("\x00oamflow-probe")) || (!pattern.Exists() && len(declaredFields(schema)) > 0)
 		keys := make([]string, 0, len(d))
 		for k := range d {
 			keys = append(keys, k)
@@ -511,19 +600,19 @@ func unknownKeys(schema cue.Value, data any, path []string, report func(path []s
 		sort.Strings(keys)
 		for _, k := range keys {
 			p := append(append([]string(nil), path...), k)
-			fv := schema.LookupPath(cue.MakePath(cue.Str(k).Optional()))
-			if !fv.Exists() {
-				fv = schema.LookupPath(cue.MakePath(cue.Str(k)))
+			evk := lookupField(ev, k)
+			fv := lookupField(schema, k)
+			switch {
+			case fv.Exists():
+				unknownKeys(fv, evk, d[k], p, uses, report)
+			case pattern.Exists():
+				unknownKeys(pattern, evk, d[k], p, uses, report)
+			case evk.Exists() && evk.Pos().IsValid():
+				// Declared under a condition: what is under it is not
+				// checked further (its schema is mixed with the data).
+			case closed:
+				report(p)
 			}
-			if !fv.Exists() {
-				if pattern.Exists() {
-					unknownKeys(pattern, d[k], p, report)
-					continue
-				}
-				report(p, closed)
-				continue
-			}
-			unknownKeys(fv, d[k], p, report)
 		}
 	case []any:
 		if schema.IncompleteKind()&cue.ListKind == 0 {
@@ -531,13 +620,22 @@ func unknownKeys(schema cue.Value, data any, path []string, report func(path []s
 		}
 		for i, item := range d {
 			p := append(append([]string(nil), path...), strconv.Itoa(i))
-			ev := schema.LookupPath(cue.MakePath(cue.Index(i)))
-			if !ev.Exists() {
-				ev = schema.LookupPath(cue.MakePath(cue.AnyIndex))
+			sv := schema.LookupPath(cue.MakePath(cue.Index(i)))
+			if !sv.Exists() {
+				sv = schema.LookupPath(cue.MakePath(cue.AnyIndex))
 			}
-			unknownKeys(ev, item, p, report)
+			unknownKeys(sv, ev.LookupPath(cue.MakePath(cue.Index(i))), item, p, uses, report)
 		}
 	}
+}
+
+// lookupField finds field k of a struct, optional or not.
+func lookupField(v cue.Value, k string) cue.Value {
+	fv := v.LookupPath(cue.MakePath(cue.Str(k).Optional()))
+	if !fv.Exists() {
+		fv = v.LookupPath(cue.MakePath(cue.Str(k)))
+	}
+	return fv
 }
 
 // isDisjunction reports whether v is a disjunction, or a conjunction with

@@ -51,7 +51,7 @@ func TestCheckParameter(t *testing.T) {
 		props    map[string]any
 		supplied []string
 		errs     []string
-		warns    []string
+		pending  []string
 	}{
 		{
 			reason:   "valid properties give no errors; defaults may come from context",
@@ -70,22 +70,89 @@ func TestCheckParameter(t *testing.T) {
 			},
 		},
 		{
-			reason:   "a required property supplied by inputs is not missing",
+			reason:   "a required property supplied by inputs or override policies is not missing but pending",
 			template: paramTemplate,
 			props:    map[string]any{},
 			supplied: []string{"image"},
+			pending:  []string{"image: missing until supplied"},
 		},
 		{
-			reason:   "unknown keys of an open struct are warnings",
+			reason:   "a key the parameter does not list is an error, with the field it is most likely a typo of",
+			template: paramTemplate,
+			props:    map[string]any{"image": "x", "imag": "y", "Replicas": int64(2)},
+			errs:     []string{"Replicas: unknown property; did you mean replicas?", "imag: unknown property; did you mean image?"},
+		},
+		{
+			reason:   "without a close field the message lists the declared ones",
 			template: paramTemplate,
 			props:    map[string]any{"image": "x", "imagePullPolicy": "Always"},
-			warns:    []string{"imagePullPolicy: unknown property; allowed: cpu, image, labels, name, ports, replicas; the definition ignores it"},
+			errs:     []string{"imagePullPolicy: unknown property; allowed: cpu, image, labels, name, ports, replicas"},
+		},
+		{
+			reason:   "nested structs that list their fields are checked too, list elements included",
+			template: paramTemplate,
+			props:    map[string]any{"image": "x", "ports": []any{map[string]any{"port": int64(80), "protocl": "UDP"}}},
+			errs:     []string{"ports.0.protocl: unknown property; did you mean protocol?"},
+		},
+		{
+			// KubeVela's volumes trait declares claimName only for
+			// type "pvc".
+			reason: "a field the schema declares under a condition on the data is known (whether the condition holds or not)",
+			template: `parameter: volumes: [...{
+	name: string
+	type: *"emptyDir" | "pvc"
+	if type == "pvc" {claimName: string}
+}]
+`,
+			props: map[string]any{"volumes": []any{
+				map[string]any{"name": "a", "type": "pvc", "claimName": "c"},
+				map[string]any{"name": "b", "claimNam": "c"},
+			}},
+			errs: []string{"volumes.1.claimNam: unknown property; allowed: name, type"},
 		},
 		{
 			reason:   "unknown keys of a closed struct are errors",
 			template: closedTemplate,
 			props:    map[string]any{"image": "x", "imag": "y"},
-			errs:     []string{"imag: unknown property; allowed: cmd, image"},
+			errs:     []string{"imag: unknown property; did you mean image?"},
+		},
+		{
+			reason:   "open schemas stay open: `...`, a pattern constraint, a struct without declared fields",
+			template: "parameter: {a: {x?: int, ...}, b: [string]: string, c: {}, d: _}\n",
+			props: map[string]any{
+				"a": map[string]any{"y": int64(1)}, "b": map[string]any{"k": "v"},
+				"c": map[string]any{"any": "thing"}, "d": map[string]any{"e": int64(1)},
+			},
+		},
+		{
+			// KubeVela's raw component is `output: parameter` with
+			// `parameter: {}`; oamflow used to warn that its properties
+			// were ignored.
+			reason:   "a template using parameter as a whole value passes every key through",
+			template: "output: parameter\nparameter: {apiVersion: string, kind: string}\n",
+			props:    map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]any{"a": "b"}},
+		},
+		{
+			reason: "a part of parameter used as a whole value passes its keys through; its siblings are still checked",
+			template: `output: spec: {
+	resources: parameter.resources
+	if parameter.mode != _|_ {mode: parameter.mode}
+	for c in parameter.containers {c}
+}
+parameter: {resources?: {cpu?: string}, containers: [...{name: string}], mode?: string, image?: string}
+`,
+			props: map[string]any{
+				"resources":  map[string]any{"cpu": "1", "memory": "1Gi"},
+				"containers": []any{map[string]any{"name": "a", "image": "b"}},
+				"imag":       "x",
+			},
+			errs: []string{"imag: unknown property; did you mean image?"},
+		},
+		{
+			reason:   "only looking at a value (a comparison, len, a for source) does not pass its keys through",
+			template: "output: {if parameter.r != _|_ {n: len(parameter.r)}, for k, v in parameter.r {(k): v.a}}\nparameter: r?: [string]: {a: int}\n",
+			props:    map[string]any{"r": map[string]any{"x": map[string]any{"a": int64(1), "b": int64(2)}}},
+			errs:     []string{"r.x.b: unknown property; did you mean a?"},
 		},
 		{
 			reason:   "a schema that references a definition is shown resolved",
@@ -111,7 +178,7 @@ func TestCheckParameter(t *testing.T) {
 			for i := range got {
 				assert.True(t, strings.HasPrefix(got[i], tc.errs[i]), "got %q want prefix %q", got[i], tc.errs[i])
 			}
-			assert.Equal(t, tc.warns, nilIfEmpty(render(t, res.Warnings)))
+			assert.Equal(t, tc.pending, nilIfEmpty(render(t, res.Pending)))
 		})
 	}
 }

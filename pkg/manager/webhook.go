@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/oamflow/oamflow/pkg/appfile"
 	oamwebhook "github.com/oamflow/oamflow/pkg/webhook"
 )
 
@@ -29,7 +30,7 @@ import (
 // registration waits until the webhook server answers; renewal, restoring
 // a registration that was deleted or changed, and the removal of a URL
 // registration on shutdown run with the manager.
-func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, certs *oamwebhook.CertHolder, sources oamwebhook.SourceFactory, topologies oamwebhook.TopologyValidator, o Options) error {
+func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, certs *oamwebhook.CertHolder, sources oamwebhook.SourceFactory, topologies appfile.Clusters, o Options) error {
 	w := o.Webhook
 	srv := mgr.GetWebhookServer()
 	srv.Register(oamwebhook.ApplicationPath, &admission.Webhook{Handler: oamwebhook.NewApplicationValidator(sources, topologies)})

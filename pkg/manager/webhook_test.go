@@ -63,7 +63,7 @@ func controllerMessage(t *testing.T, app *v1beta1.Application) string {
 	require.NoError(t, err)
 	_, err = appfile.Parse(context.Background(), app, appfile.Chain(appfile.NewClusterSource(env.Client, app.Namespace, ""), builtins))
 	require.Error(t, err)
-	var ve *appfile.ValidationError
+	var ve *appfile.InvalidError
 	require.ErrorAs(t, err, &ve)
 	return err.Error()
 }

@@ -125,19 +125,46 @@ func typeName(v any) string {
 // that are not registered. It unwraps to the *ClusterNotFoundError
 // (errors.Is ErrClusterNotFound).
 type UnknownClustersError struct {
-	// Fields are "spec.policies[i].properties.clusters[j]: <name>" in
-	// spec order.
-	Fields []string
+	// Fields are the fields naming unknown clusters, in spec order.
+	Fields []UnknownClusterField
 	// NotFound lists the unknown names.
 	NotFound *ClusterNotFoundError
 }
 
+// UnknownClusterField is one field naming a cluster that is not registered.
+type UnknownClusterField struct {
+	// Path is spec.policies[i].properties.clusters[j].
+	Path string
+	// Policy is the topology policy's name.
+	Policy string
+	// Cluster is the unknown name.
+	Cluster string
+}
+
 func (e *UnknownClustersError) Error() string {
-	return fmt.Sprintf("%s: %v", strings.Join(e.Fields, ", "), e.NotFound)
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = fmt.Sprintf("%s: %q", f.Path, f.Cluster)
+	}
+	return fmt.Sprintf("%s: %v", strings.Join(parts, ", "), e.NotFound)
 }
 
 // Unwrap returns the *ClusterNotFoundError.
 func (e *UnknownClustersError) Unwrap() error { return e.NotFound }
+
+// FieldErrors are the Application's errors: one per field naming an
+// unknown cluster (appfile.Validate reports them with the others).
+func (e *UnknownClustersError) FieldErrors() []appfile.FieldError {
+	out := make([]appfile.FieldError, len(e.Fields))
+	for i, f := range e.Fields {
+		nf := &ClusterNotFoundError{Names: []string{f.Cluster}}
+		if e.NotFound != nil {
+			nf.Namespace = e.NotFound.Namespace
+		}
+		out[i] = appfile.FieldError{Path: f.Path, Message: nf.Error(), Subject: fmt.Sprintf("policy %q", f.Policy)}
+	}
+	return out
+}
 
 // ValidateTopologies checks, before anything is deployed, that every
 // cluster a topology policy of policies (an Application's
@@ -147,7 +174,7 @@ func (e *UnknownClustersError) Unwrap() error { return e.NotFound }
 // errors are those of reading the registry. Properties that do not decode
 // or are not a list of names are left to the policy's own validation.
 func (r *Registry) ValidateTopologies(ctx context.Context, policies []common.AppPolicy) error {
-	var fields []string
+	var fields []UnknownClusterField
 	unknown := map[string]bool{}
 	for i, p := range policies {
 		if p.Type != appfile.PolicyTopology {
@@ -166,7 +193,11 @@ func (r *Registry) ValidateTopologies(ctx context.Context, policies []common.App
 			err := r.ValidateClusters(ctx, []string{name})
 			switch {
 			case errors.Is(err, ErrClusterNotFound):
-				fields = append(fields, fmt.Sprintf("spec.policies[%d].properties.clusters[%d]: %q", i, j, name))
+				policy := p.Name
+				if policy == "" {
+					policy = appfile.AutoPolicyName(p.Type, i)
+				}
+				fields = append(fields, UnknownClusterField{Path: fmt.Sprintf("spec.policies[%d].properties.clusters[%d]", i, j), Policy: policy, Cluster: name})
 				unknown[name] = true
 			case err != nil:
 				return fmt.Errorf("spec.policies[%d] (%s): checking cluster %q: %w", i, p.Name, name, err)

@@ -117,10 +117,11 @@ func PlanWorkflow(ctx context.Context, af *appfile.AppFile, resolver ClusterReso
 			target := af
 			if props, ok := s.Properties["properties"].(map[string]any); ok && len(props) > 0 {
 				// The step's properties are merged over the component's own.
-				entry := map[string]any{"name": comp, "properties": props}
+				entry := appfile.OverrideEntry{Name: comp, Properties: props}
 				var err error
 				target, err = reparseWith(ctx, af, func(app *v1beta1.Application) error {
-					_, err := overrideComponents(app.Spec.Components, entry)
+					comps, _, err := overrideComponents(app.Spec.Components, entry)
+					app.Spec.Components = comps
 					return err
 				})
 				if err != nil {
@@ -175,7 +176,9 @@ func PlanDeploy(ctx context.Context, af *appfile.AppFile, policyNames []string, 
 		case appfile.PolicyOverride:
 			overrides = append(overrides, p)
 		default:
-			return nil, fmt.Errorf("deploy uses policy %q of type %q; only topology and override policies place components", n, p.Type)
+			// Other policies (replication, garbage-collect, …) do not
+			// place components; KubeVela's deploy step accepts them too.
+			// Validation warns that replication is not carried out.
 		}
 	}
 	target := af
@@ -300,16 +303,12 @@ func applyOverrides(ctx context.Context, af *appfile.AppFile, overrides []*appfi
 				}
 			}
 		}
-		entries, _ := o.Properties["components"].([]any)
-		for i, e := range entries {
-			entry, ok := e.(map[string]any)
-			if !ok {
-				continue
-			}
-			n, err := overrideComponents(app.Spec.Components, entry)
+		for i, entry := range appfile.OverrideEntries(o.Properties) {
+			comps, n, err := overrideComponents(app.Spec.Components, entry)
 			if err != nil {
 				return nil, fmt.Errorf("policy %q components[%d]: %w", o.Name, i, err)
 			}
+			app.Spec.Components = comps
 			if n == 0 {
 				plan.Warnings = append(plan.Warnings, fmt.Sprintf("policy %q components[%d] matches no component", o.Name, i))
 			}
@@ -349,7 +348,7 @@ func reparseWith(ctx context.Context, af *appfile.AppFile, change func(*v1beta1.
 	}
 	app.Spec.Workflow = nil
 	pctx := appfile.WithEngine(ctx, af.Engine)
-	out, err := appfile.Parse(pctx, app, af.Source)
+	out, err := appfile.Parse(pctx, app, af.Source, appfile.OverridesApplied())
 	if err != nil {
 		return nil, fmt.Errorf("with overridden properties: %w", err)
 	}
@@ -357,66 +356,103 @@ func reparseWith(ctx context.Context, af *appfile.AppFile, change func(*v1beta1.
 	return out, nil
 }
 
-// overrideComponents applies one override entry {name, type, properties,
-// traits} to every matching component and returns how many matched. An
-// empty name (or "*") matches all components; type, when set, restricts
-// the match to components of that type.
-func overrideComponents(comps []common.ApplicationComponent, entry map[string]any) (int, error) {
-	name, _ := entry["name"].(string)
-	typ, _ := entry["type"].(string)
+// overrideComponents applies one override entry to the components it
+// matches (appfile.OverrideEntry.Matches) and returns the components and
+// how many matched. As in KubeVela, a component the entry names but of
+// another type than the entry's is replaced by the entry, and an entry
+// naming one component the application does not have, with its type, adds
+// that component (at the end) for the targets of the policy.
+func overrideComponents(comps []common.ApplicationComponent, entry appfile.OverrideEntry) ([]common.ApplicationComponent, int, error) {
 	n := 0
 	for i := range comps {
 		c := &comps[i]
-		if name != "" && name != "*" && name != c.Name {
-			continue
-		}
-		if typ != "" && typ != c.Type {
+		if !entry.Matches(c.Name, c.Type) {
 			continue
 		}
 		n++
-		if props, ok := entry["properties"].(map[string]any); ok {
-			merged, err := mergeRaw(c.Properties, props)
+		if entry.SelectsByName() && entry.Type != "" && entry.Type != c.Type {
+			replaced, err := entryComponent(c.Name, entry)
 			if err != nil {
-				return n, fmt.Errorf("component %q properties: %w", c.Name, err)
+				return nil, n, err
 			}
-			c.Properties = merged
+			replaced.DependsOn = c.DependsOn
+			*c = replaced
+			continue
 		}
-		traits, _ := entry["traits"].([]any)
-		for _, t := range traits {
-			tm, ok := t.(map[string]any)
-			if !ok {
-				continue
-			}
-			ttype, _ := tm["type"].(string)
-			disable, _ := tm["disable"].(bool)
-			idx := -1
-			for j := range c.Traits {
-				if c.Traits[j].Type == ttype {
-					idx = j
-					break
-				}
-			}
-			props, _ := tm["properties"].(map[string]any)
-			switch {
-			case disable && idx >= 0:
-				c.Traits = append(c.Traits[:idx], c.Traits[idx+1:]...)
-			case disable:
-			case idx >= 0:
-				merged, err := mergeRaw(c.Traits[idx].Properties, props)
-				if err != nil {
-					return n, fmt.Errorf("component %q trait %q properties: %w", c.Name, ttype, err)
-				}
-				c.Traits[idx].Properties = merged
-			default:
-				raw, err := json.Marshal(orEmpty(props))
-				if err != nil {
-					return n, err
-				}
-				c.Traits = append(c.Traits, common.ApplicationTrait{Type: ttype, Properties: &runtime.RawExtension{Raw: raw}})
-			}
+		if err := patchComponent(c, entry); err != nil {
+			return nil, n, err
 		}
 	}
-	return n, nil
+	if n == 0 && entry.Adds() {
+		added, err := entryComponent(entry.Name, entry)
+		if err != nil {
+			return nil, n, err
+		}
+		comps = append(comps, added)
+		n++
+	}
+	return comps, n, nil
+}
+
+// entryComponent is the component an override entry describes by itself.
+func entryComponent(name string, entry appfile.OverrideEntry) (common.ApplicationComponent, error) {
+	c := common.ApplicationComponent{Name: name, Type: entry.Type}
+	raw, err := json.Marshal(orEmpty(entry.Properties))
+	if err != nil {
+		return c, err
+	}
+	c.Properties = &runtime.RawExtension{Raw: raw}
+	if err := patchComponent(&c, appfile.OverrideEntry{Traits: entry.Traits}); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// patchComponent merges an entry's properties into c's and applies its
+// trait patches: properties merge into a trait of the same type, or add
+// it; disable removes it.
+func patchComponent(c *common.ApplicationComponent, entry appfile.OverrideEntry) error {
+	if entry.Properties != nil {
+		merged, err := mergeRaw(c.Properties, entry.Properties)
+		if err != nil {
+			return fmt.Errorf("component %q properties: %w", c.Name, err)
+		}
+		c.Properties = merged
+	}
+	for _, t := range entry.Traits {
+		tm, ok := t.(map[string]any)
+		if !ok {
+			continue
+		}
+		ttype, _ := tm["type"].(string)
+		disable, _ := tm["disable"].(bool)
+		idx := -1
+		for j := range c.Traits {
+			if c.Traits[j].Type == ttype {
+				idx = j
+				break
+			}
+		}
+		props, _ := tm["properties"].(map[string]any)
+		switch {
+		case disable && idx >= 0:
+			c.Traits = append(c.Traits[:idx], c.Traits[idx+1:]...)
+		case disable:
+		case idx >= 0:
+			merged, err := mergeRaw(c.Traits[idx].Properties, props)
+			if err != nil {
+				return fmt.Errorf("component %q trait %q properties: %w", c.Name, ttype, err)
+			}
+			c.Traits[idx].Properties = merged
+		default:
+			raw, err := json.Marshal(orEmpty(props))
+			if err != nil {
+				return err
+			}
+			c.Traits = append(c.Traits, common.ApplicationTrait{Type: ttype, Properties: &runtime.RawExtension{Raw: raw}})
+		}
+	}
+	return nil
 }
 
 func orEmpty(m map[string]any) map[string]any {

@@ -2,11 +2,12 @@
 // Applications that the controller would refuse, at `kubectl apply` time,
 // and definitions whose CUE does not compile.
 //
-// Applications are checked with appfile.Parse against the same definition
-// source the controller reconciles with (the app's namespace, then the
-// system namespace, then vela-system, then the built-in definitions), so
-// the denial message is the controller's Parsed condition message, word
-// for word (`application <ns>/<name> is invalid: <field path>: <what>`).
+// Applications are checked with appfile.Validate against the same
+// definition source the controller reconciles with (the app's namespace,
+// then the system namespace, then vela-system, then the built-in
+// definitions), so the denial message is the controller's Parsed condition
+// message, word for word (`application <ns>/<name> is invalid: <field
+// path>: <what> (<component>)`), and its warnings are admission warnings.
 //
 // The handlers are plain admission.Handlers; Register adds them to a
 // controller-runtime webhook server, and Configuration builds the
@@ -15,7 +16,6 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -28,12 +28,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/cuex"
 	"github.com/oamflow/oamflow/pkg/definition"
-	"github.com/oamflow/oamflow/pkg/multicluster"
 )
 
 // Paths served by the webhook server.
@@ -64,20 +62,13 @@ type ApplicationValidator struct {
 	Sources SourceFactory
 	// Topologies, when set, checks the clusters topology policies name,
 	// as the controller's parse phase does (multicluster.Registry).
-	Topologies TopologyValidator
+	Topologies appfile.Clusters
 	decoder    runtime.Decoder
-}
-
-// TopologyValidator checks that the clusters an Application's topology
-// policies name are registered; an error wrapping
-// multicluster.ErrClusterNotFound is the Application's fault.
-type TopologyValidator interface {
-	ValidateTopologies(ctx context.Context, policies []common.AppPolicy) error
 }
 
 // NewApplicationValidator returns a validator parsing against sources and
 // checking topologies with topologies (may be nil).
-func NewApplicationValidator(sources SourceFactory, topologies TopologyValidator) *ApplicationValidator {
+func NewApplicationValidator(sources SourceFactory, topologies appfile.Clusters) *ApplicationValidator {
 	return &ApplicationValidator{Sources: sources, Topologies: topologies, decoder: decoder()}
 }
 
@@ -87,7 +78,9 @@ func decoder() runtime.Decoder {
 	return serializer.NewCodecFactory(s).UniversalDeserializer()
 }
 
-// Handle implements admission.Handler.
+// Handle implements admission.Handler. An Application that
+// appfile.Validate finds invalid is denied with its message; its warnings
+// come back as admission warnings (kubectl prints them).
 func (v *ApplicationValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
@@ -112,19 +105,11 @@ func (v *ApplicationValidator) Handle(ctx context.Context, req admission.Request
 			return admission.Allowed("spec unchanged")
 		}
 	}
-	warnings, err := ValidateUpdate(ctx, old, app, v.Sources.Source(app.Namespace))
-	if err == nil && v.Topologies != nil {
-		if terr := v.Topologies.ValidateTopologies(ctx, app.Spec.Policies); errors.Is(terr, multicluster.ErrClusterNotFound) {
-			err = &InvalidError{Err: terr}
-		} else {
-			err = terr
-		}
-	}
-	if err != nil {
-		var ie *InvalidError
-		if errors.As(err, &ie) {
-			return admission.Denied(ie.Error()).WithWarnings(warnings...)
-		}
+	warnings, err := ValidateUpdate(ctx, old, app, v.Sources.Source(app.Namespace), v.Topologies)
+	switch {
+	case appfile.IsInvalid(err):
+		return admission.Denied(err.Error()).WithWarnings(warnings...)
+	case err != nil:
 		// Not the Application's fault (a definition could not be read):
 		// admit it and let the controller report and retry.
 		ctrl.LoggerFrom(ctx).Info("admitting an Application that could not be validated", "application", app.Namespace+"/"+app.Name, "error", err.Error())
@@ -133,19 +118,14 @@ func (v *ApplicationValidator) Handle(ctx context.Context, req admission.Request
 	return admission.Allowed("").WithWarnings(warnings...)
 }
 
-// InvalidError is the Application's fault: the controller would set its
-// Parsed condition to InvalidApplication with this message.
-type InvalidError struct{ Err error }
-
-func (e *InvalidError) Error() string { return e.Err.Error() }
-func (e *InvalidError) Unwrap() error { return e.Err }
-
-// ValidateUpdate is ValidateApplication, and when old is not nil (an
-// update) also refuses changes to properties that the component's
-// definition marks `// +immutable` (a check the controller does not make:
-// it can only be made at admission, where the old object is known).
-func ValidateUpdate(ctx context.Context, old, app *v1beta1.Application, src appfile.DefinitionSource) ([]string, error) {
-	af, warnings, err := validate(ctx, app, src)
+// ValidateUpdate is appfile.Validate, and when old is not nil (an update)
+// also refuses changes to properties that the component's definition
+// marks `// +immutable` (a check the controller does not make: it can only
+// be made at admission, where the old object is known). It returns the
+// warnings; an Application that cannot be deployed is an
+// *appfile.InvalidError.
+func ValidateUpdate(ctx context.Context, old, app *v1beta1.Application, src appfile.DefinitionSource, clusters appfile.Clusters) ([]string, error) {
+	af, warnings, err := appfile.Validate(ctx, app, src, clusters)
 	if err != nil || old == nil {
 		return warnings, err
 	}
@@ -154,57 +134,9 @@ func ValidateUpdate(ctx context.Context, old, app *v1beta1.Application, src appf
 		return warnings, err
 	}
 	if len(errs) > 0 {
-		return warnings, &InvalidError{Err: &appfile.ValidationError{App: af.Namespace + "/" + af.Name, Errors: errs}}
+		return warnings, &appfile.InvalidError{App: af.Namespace + "/" + af.Name, Errors: errs}
 	}
 	return warnings, nil
-}
-
-// ValidateApplication parses app against src as the controller's parse
-// phase does (appfile.Parse, then every workflow step's definition) and
-// returns the parser's warnings. Validation problems come back as an
-// *InvalidError whose message is the controller's condition message; any
-// other error (a definition that cannot be read) is returned as it is.
-func ValidateApplication(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource) ([]string, error) {
-	_, warnings, err := validate(ctx, app, src)
-	return warnings, err
-}
-
-func validate(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource) (*appfile.AppFile, []string, error) {
-	af, err := appfile.Parse(ctx, app, src)
-	if err == nil {
-		err = resolveSteps(ctx, af)
-	}
-	var ve *appfile.ValidationError
-	var ie *InvalidError
-	switch {
-	case err == nil:
-		return af, af.Warnings, nil
-	case errors.As(err, &ie):
-		return nil, nil, err
-	case errors.As(err, &ve) || errors.Is(err, appfile.ErrDefinitionNotFound):
-		return nil, nil, &InvalidError{Err: err}
-	default:
-		return nil, nil, err
-	}
-}
-
-// resolveSteps resolves the definition of every workflow step and sub-step,
-// with the controller's messages.
-func resolveSteps(ctx context.Context, af *appfile.AppFile) error {
-	if af.Workflow == nil {
-		return nil
-	}
-	for i, s := range af.Workflow.Steps {
-		if _, err := s.Definition(ctx); err != nil {
-			return &InvalidError{Err: fmt.Errorf("spec.workflow.steps[%d] (%s): type %q: %w", i, s.Name, s.Type, err)}
-		}
-		for j, sub := range s.SubSteps {
-			if _, err := sub.Definition(ctx); err != nil {
-				return &InvalidError{Err: fmt.Errorf("spec.workflow.steps[%d].subSteps[%d] (%s): type %q: %w", i, j, sub.Name, sub.Type, err)}
-			}
-		}
-	}
-	return nil
 }
 
 // DefinitionValidator refuses ComponentDefinitions, TraitDefinitions,
