@@ -4,6 +4,7 @@ package conformance
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -259,6 +260,16 @@ func checkCase(t *testing.T, corpus, goldenDir string, c vcase) (outcome, bool) 
 // judgeDeviation checks that oamflow prints exactly vela's output changed
 // as the deviation says.
 func judgeDeviation(t *testing.T, goldenDir string, c vcase, dev deviation, stdout, stderr string, runErr error) outcome {
+	if dev.refused != "" {
+		var ue *cli.UserError
+		switch {
+		case runErr == nil:
+			return outcome{reason: "deviation (" + dev.why + ") not as documented: oamflow renders it"}
+		case !errors.As(runErr, &ue) || runErr.Error() != dev.refused:
+			return outcome{reason: "deviation (" + dev.why + ") not as documented: another error", diff: tail(runErr.Error(), 6)}
+		}
+		return outcome{ok: true}
+	}
 	want, err := parseOutput(c.expected, dev.topologyNamespace)
 	require.NoError(t, err)
 	if len(dev.replaced) > 0 {

@@ -19,12 +19,17 @@ type deviation struct {
 	// identical to vela's output (checked for every case whose vela output
 	// holds a legacy API).
 	replaced []objKey
+	// refused (deviation (d)): vela renders the case, silently dropping
+	// properties its definitions do not declare; oamflow refuses it
+	// (exit 1) with exactly this message.
+	refused string
 }
 
 const (
 	whyClusterVersion = "(a) offline, oamflow renders for a current cluster, vela for an ancient one"
 	whyTopologyNS     = "(b) a topology policy's namespace is applied offline"
 	whyPerCluster     = "(c) offline, each cluster a topology names is rendered, with its name in context.cluster"
+	whyUnknownProp    = "(d) a property the definition does not declare is an error, not silently dropped"
 )
 
 // deviations by case number; docs/compatibility.md explains each.
@@ -35,19 +40,14 @@ var deviations = map[string]deviation{
 	"033": {why: whyTopologyNS, topologyNamespace: map[string]string{"topology-local": "examples-alternative"}},
 	"035": {why: whyTopologyNS, topologyNamespace: map[string]string{"target-prod": "prod"}},
 	"064": {why: whyPerCluster, replaced: []objKey{{APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "test"}}},
+	"015": {why: whyUnknownProp, refused: `application default/testapp is invalid: spec.components[0].traits[0].properties.command: unknown property; allowed: appMountPath, args, cmd, env, extraVolumeMounts, image, imagePullPolicy, initMountPath, mountName, name (component "express-server", trait "init-container")`},
+	"060": {why: whyUnknownProp, refused: `application default/app-with-control-plane-only is invalid (2 errors):
+  spec.components[0].properties.mem: unknown property; allowed: addRevisionLabel, annotations, args, cmd, cpu, env, exposeType, hostAliases, image, imagePullPolicy, imagePullSecrets, labels, limit, livenessProbe, memory, port, ports, readinessProbe, volumeMounts, volumes (component "app-with-control-plane-only-component-01")
+  spec.components[0].traits[0].properties.cpuPercent: unknown property; allowed: cpuUtil, max, min, targetAPIVersion, targetKind (component "app-with-control-plane-only-component-01", trait "hubcpuscaler")`},
 }
 
 // pending lists the cases that still differ from vela for a known reason,
 // by case number. A fix takes its case off this list (the test fails when
 // a pending case passes); the goal is an empty list.
 var pending = map[string]string{
-	"002": "appliesToWorkloads mismatch (expose on a daemon) is an error, not a warning (renders identically once it is one)",
-	"030": "only the first YAML document of a -f file should be read",
-	"039": "anonymous policies (no name) are refused",
-	"045": "replication policy type unknown",
-	"055": "an application without components is refused",
-	"057": "policy outputs are not printed",
-	"058": "policy outputs are not printed (the legacy list arithmetic now renders)",
-	"062": "WARNING lines for standalone files the app does not reference are not printed on stdout",
-	"069": "two Applications in the -f files are rendered instead of refused",
 }
