@@ -125,7 +125,7 @@ spec:
       traits:
         - {type: svc, properties: {name: web}}
 `,
-			errMsg: `application prod/shop is invalid: spec.components[1]: component "web": its outputs.svc and trait "svc" (traits[0]) outputs.service render the same object (v1 Service prod/web); one would overwrite the other: give one of them another name`,
+			errMsg: `application prod/shop is invalid: spec.components[1]: its outputs.svc and trait "svc" (traits[0]) outputs.service render the same object (v1 Service prod/web); one would overwrite the other: give one of them another name (component "web")`,
 		},
 		{
 			reason: "two traits rendering the same object",
@@ -139,7 +139,7 @@ spec:
         - {type: svc, properties: {name: front}}
         - {type: svc, properties: {name: front}}
 `,
-			errMsg: `spec.components[0]: component "web": trait "svc" (traits[0]) outputs.service and trait "svc" (traits[1]) outputs.service render the same object (v1 Service prod/front)`,
+			errMsg: `spec.components[0]: trait "svc" (traits[0]) outputs.service and trait "svc" (traits[1]) outputs.service render the same object (v1 Service prod/front)`,
 		},
 		{
 			reason: "two trait types declaring the same output name",
@@ -153,7 +153,7 @@ spec:
         - {type: svc, properties: {name: a}}
         - {type: cm, properties: {name: b}}
 `,
-			errMsg: `spec.components[0].traits[1]: component "web": trait "cm" declares output "service", which trait "svc" (traits[0]) declares too; rename one of them`,
+			errMsg: `spec.components[0].traits[1]: trait "cm" declares output "service", which trait "svc" (traits[0]) declares too; rename one of them (component "web")`,
 		},
 		{
 			reason: "two traits of one type with one output name and different objects are fine (KubeVela's two pvc claims)",

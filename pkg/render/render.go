@@ -219,7 +219,7 @@ func componentError(af *appfile.AppFile, c *appfile.Component, field, msg string
 	if field != "" {
 		path += "." + field
 	}
-	return &appfile.ValidationError{App: af.Namespace + "/" + af.Name, Errors: []appfile.FieldError{{Path: path, Message: fmt.Sprintf("component %q: %s", c.Name, msg)}}}
+	return &appfile.InvalidError{App: af.Namespace + "/" + af.Name, Errors: []appfile.FieldError{{Path: path, Message: msg, Subject: fmt.Sprintf("component %q", c.Name)}}}
 }
 
 // setIdentity gives a rendered object the name and namespace the engine
