@@ -247,7 +247,7 @@ func checkCase(t *testing.T, corpus, goldenDir string, c vcase) (outcome, bool) 
 			return res, false
 		}
 	}
-	if legacyAPIs.MatchString(c.expected) {
+	if legacyAPIs.MatchString(c.expected) && dev.refused == "" {
 		stdout, stderr, err := run(t, corpus, c, "--cluster-version", legacyClusterVersion)
 		if r := judge(c, stdout, stderr, err, vela); !r.ok {
 			r.reason = "with --cluster-version " + legacyClusterVersion + ": " + r.reason

@@ -34,7 +34,7 @@ const (
 
 // deviations by case number; docs/compatibility.md explains each.
 var deviations = map[string]deviation{
-	"013": {why: whyClusterVersion, replaced: []objKey{{APIVersion: "networking.k8s.io/v1beta1", Kind: "Ingress", Namespace: "default", Name: "canary-demo"}}},
+	"013": {why: whyUnknownProp, refused: `application default/canary-demo is invalid: spec.workflow.steps[0].properties.promAddress: unknown property; allowed: condition, duration, failDuration, metricEndpoint, query (workflow step "200-status-percent-2-phase")`},
 	"031": {why: whyTopologyNS, topologyNamespace: map[string]string{"topology-local": "examples-alternative"}},
 	"032": {why: whyTopologyNS, topologyNamespace: map[string]string{"topology-local": "examples-alternative"}},
 	"033": {why: whyTopologyNS, topologyNamespace: map[string]string{"topology-local": "examples-alternative"}},
