@@ -49,5 +49,4 @@ var deviations = map[string]deviation{
 // pending lists the cases that still differ from vela for a known reason,
 // by case number. A fix takes its case off this list (the test fails when
 // a pending case passes); the goal is an empty list.
-var pending = map[string]string{
-}
+var pending = map[string]string{}
