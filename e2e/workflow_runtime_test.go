@@ -28,16 +28,13 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/e2e/framework"
+	"github.com/oamflow/oamflow/pkg/testing/corpus"
 )
 
-// wrCallThenWaitDefinition is a custom step: POST to parameter.url, then
-// wait until the ConfigMap parameter.gate exists in the Application's
-// namespace.
-const wrCallThenWaitDefinition = `import (
-	"vela/builtin"
-	"vela/http"
-	"vela/kube"
-)
+// wrCallThenWaitDefinition is a custom step in KubeVela's classic vela/op
+// dialect: POST to parameter.url, then wait until the ConfigMap
+// parameter.gate exists in the Application's namespace.
+const wrCallThenWaitDefinition = `import "vela/op"
 
 "call-then-wait": {
 	type:        "workflow-step"
@@ -46,32 +43,21 @@ const wrCallThenWaitDefinition = `import (
 	labels: {}
 }
 template: {
-	call: http.#HTTPDo & {
-		$params: {
-			method: "POST"
-			url:    parameter.url
-			request: body: "{\"ticket\": \"open\"}"
-		}
+	call: op.#HTTPDo & {
+		method: "POST"
+		url:    parameter.url
+		request: body: "{\"ticket\": \"open\"}"
 	}
-	gate: kube.#Read & {
-		$params: value: {
+	gate: op.#Read & {
+		value: {
 			apiVersion: "v1"
 			kind:       "ConfigMap"
 			metadata: {name: parameter.gate, namespace: context.namespace}
 		}
 	}
-	// _open once the call answered 200 and the gate exists.
-	_open: *false | bool
-	if call.$returns != _|_ && gate.$returns != _|_ {
-		if call.$returns.statusCode == 200 && gate.$returns.err == _|_ {
-			_open: true
-		}
-	}
-	wait: builtin.#ConditionalWait & {
-		$params: {
-			continue: _open
-			message:  "waiting for ConfigMap \(parameter.gate)"
-		}
+	wait: op.#ConditionalWait & {
+		continue: call.response.statusCode == 200 && gate.err == _|_
+		message:  "waiting for ConfigMap \(parameter.gate)"
 	}
 	parameter: {
 		url:  string
@@ -272,6 +258,41 @@ spec:
 	assert.Equal(t, "once-v1", x.app(t, key).Status.LatestRevision.Name, "one run: the nudges made no revision")
 	t.Logf("server calls for one wait/suspend/resume cycle: %d", calls.Load())
 	require.NoError(t, x.hub.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "once-marker"}, &corev1.ConfigMap{}))
+
+	// KubeVela's own request and webhook definitions, installed as a
+	// KubeVela user would, against the same server, in a workflow-only
+	// run: once each, and the run succeeds.
+	_, err = framework.Oamflow(t, x.hub.Kubeconfig, "def", "apply", corpus.StepDefinition(t, "request"), corpus.StepDefinition(t, "webhook"))
+	require.NoError(t, err)
+	calls.Store(0)
+	key = x.create(t, `
+apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata: {name: kubevela-steps, namespace: default}
+spec:
+  components:`+wrConfigMap("unused", "kubevela-steps-unused")+`
+  workflow:
+    steps:
+      - name: ask
+        type: request
+        properties: {url: "`+srv.URL+`/request", method: POST, body: {a: 1}}
+      - name: tell
+        type: webhook
+        properties: {url: {value: "`+srv.URL+`/webhook"}, data: {b: 2}}
+      - name: approve
+        type: suspend
+`)
+	x.waitApp(t, key, 2*time.Minute, "suspended at approve", func(a *v1beta1.Application) bool {
+		return a.Status.Phase == common.ApplicationWorkflowSuspending
+	})
+	x.nudge(t, key, "approve")
+	_, err = framework.Oamflow(t, x.hub.Kubeconfig, "workflow", "resume", "kubevela-steps")
+	require.NoError(t, err)
+	a := x.waitApp(t, key, 2*time.Minute, "workflow succeeded", func(a *v1beta1.Application) bool {
+		return a.Status.Workflow != nil && a.Status.Workflow.Finished
+	})
+	assert.Equal(t, wfv1alpha1.WorkflowStateSucceeded, a.Status.Workflow.Status, "%s", mcWorkflowSummary(a))
+	assert.Equal(t, int32(2), calls.Load(), "one call for request, one for webhook")
 }
 
 func (x *wrEnv) resumeTimedSuspend(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/oamflow/oamflow/pkg/cli"
+	"github.com/oamflow/oamflow/pkg/testing/corpus"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ (deviations' expected oamflow output)")
@@ -32,36 +33,8 @@ var legacyAPIs = regexp.MustCompile(`(?m)^apiVersion: (batch/v1beta1|networking\
 
 const legacyClusterVersion = "v1.18"
 
-// corpusDir finds ../shared/conformance/kubevela next to the repository
-// (a clone at /work/main) or next to its parent folder (a worktree at
-// /work/wt/x), the repository being the folder holding go.mod above the
-// test's working directory.
-func corpusDir(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	root := wd
-	for {
-		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(root)
-		if parent == root {
-			t.Fatalf("no go.mod above %s", wd)
-		}
-		root = parent
-	}
-	var tried []string
-	for _, rel := range []string{"../shared", "../../shared"} {
-		dir := filepath.Join(root, rel, "conformance", "kubevela")
-		if _, err := os.Stat(filepath.Join(dir, "cases")); err == nil {
-			return dir
-		}
-		tried = append(tried, dir)
-	}
-	t.Skipf("KubeVela conformance corpus not found (looked in %s); it lives in shared/conformance/kubevela next to the clone", strings.Join(tried, ", "))
-	return ""
-}
+// corpusDir is the KubeVela conformance corpus (see pkg/testing/corpus).
+func corpusDir(t *testing.T) string { return corpus.Dir(t) }
 
 // vcase is one corpus case.
 type vcase struct {

@@ -98,25 +98,100 @@ type sideEffect struct {
 // Call performs the call unless the step already did; a failed call is
 // not kept (the step retries it).
 func (o onceFn) Call(ctx context.Context, v cue.Value) (cue.Value, error) {
+	fields := concreteFields(v)
 	rt := providertypes.RuntimeParamsFrom(ctx)
 	step := stepSessionID(rt)
 	if rt.WorkflowContext == nil || step == "" {
-		return o.next.Call(ctx, v)
+		out, err := o.next.Call(ctx, withoutPlaceholders(v))
+		if err != nil {
+			return v, err
+		}
+		return fillResult(v, filledFields(fields, concreteFields(out)))
 	}
 	path := v.Path().String()
-	fields := concreteFields(v)
 	kept := loadSideEffects(rt.WorkflowContext, step)
 	if r, ok := findSideEffect(kept, o.call, path, fields); ok {
 		return fillResult(v, r.Result)
 	}
-	out, err := o.next.Call(ctx, v)
+	out, err := o.next.Call(ctx, withoutPlaceholders(v))
 	if err != nil {
-		return out, err
+		return v, err
 	}
 	result := filledFields(fields, concreteFields(out))
 	kept = append(kept, sideEffect{Path: path, Call: o.call, Input: inputDigest(fields, result), Result: result})
 	storeSideEffects(rt.WorkflowContext, step, kept)
-	return out, nil
+	return fillResult(v, result)
+}
+
+// withoutPlaceholders returns the action v without its result
+// placeholders: top-level fields holding no concrete value at all, such as
+// op.#HTTPDo's `response: {body: string, statusCode: int}`. The legacy
+// providers decode the whole action as JSON, which such a field makes fail
+// ("response.body: cannot convert incomplete value"); a field with some
+// concrete value but not all (a request body not computed yet) is kept, so
+// the call still fails rather than going out without it. v itself when it
+// has no placeholder.
+func withoutPlaceholders(v cue.Value) cue.Value {
+	it, err := v.Fields()
+	if err != nil {
+		return v
+	}
+	obj := map[string]json.RawMessage{}
+	holes := false
+	for it.Next() {
+		f := it.Value()
+		if !hasConcrete(f) {
+			holes = true
+			continue
+		}
+		b, err := f.MarshalJSON()
+		if err != nil {
+			return v
+		}
+		obj[it.Selector().Unquoted()] = b
+	}
+	if !holes {
+		return v
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return v
+	}
+	in := v.Context().CompileBytes(b)
+	if in.Err() != nil {
+		return v
+	}
+	return in
+}
+
+// hasConcrete reports whether v holds a concrete scalar somewhere (regular
+// fields and list elements).
+func hasConcrete(v cue.Value) bool {
+	switch v.IncompleteKind() {
+	case cue.StructKind:
+		it, err := v.Fields()
+		if err != nil {
+			return false
+		}
+		for it.Next() {
+			if hasConcrete(it.Value()) {
+				return true
+			}
+		}
+		return false
+	case cue.ListKind:
+		it, err := v.List()
+		if err != nil {
+			return false
+		}
+		for it.Next() {
+			if hasConcrete(it.Value()) {
+				return true
+			}
+		}
+		return false
+	}
+	return v.IsConcrete()
 }
 
 // stepSessionID is the id of the step being run (its status id), "" when

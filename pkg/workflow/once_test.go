@@ -2,10 +2,11 @@ package workflow
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/definition"
+	"github.com/oamflow/oamflow/pkg/testing/corpus"
 )
 
 // callThenWaitTemplate posts to parameter.url, then waits until the
@@ -69,6 +71,28 @@ again: call
 check: builtin.#ConditionalWait & {$params: continue: again.$returns.statusCode == 200}
 `
 
+// legacyCallThenWaitTemplate is callThenWaitTemplate in KubeVela's classic
+// flat vela/op package.
+const legacyCallThenWaitTemplate = `import "vela/op"
+
+call: op.#HTTPDo & {
+	method: "POST"
+	url:    parameter.url
+	request: body: "{\"ticket\": \"open\"}"
+}
+gate: op.#Read & {
+	value: {
+		apiVersion: "v1"
+		kind:       "ConfigMap"
+		metadata: {name: parameter.gate, namespace: context.namespace}
+	}
+}
+wait: op.#ConditionalWait & {
+	continue: call.response.statusCode == 200 && gate.err == _|_
+}
+parameter: {url: string, gate: string}
+`
+
 // countingServer counts the requests it answers (200, a JSON body).
 func countingServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	t.Helper()
@@ -82,33 +106,9 @@ func countingServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	return srv, &n
 }
 
-// sharedCorpus returns ../shared/conformance/kubevela next to the module
-// root (or one level further up, for a worktree), skipping t when absent.
-func sharedCorpus(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for ; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			t.Skip("no go.mod above the working directory")
-		}
-	}
-	for _, up := range []string{"..", filepath.Join("..", "..")} {
-		p := filepath.Join(dir, up, "shared", "conformance", "kubevela")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	t.Skipf("the KubeVela conformance corpus (../shared/conformance/kubevela next to %s) is absent", dir)
-	return ""
-}
-
 func kubevelaStep(t *testing.T, name string) string {
 	t.Helper()
-	f := filepath.Join(sharedCorpus(t), "definitions", "workflowstep", name+".cue")
+	f := corpus.StepDefinition(t, name)
 	b, err := os.ReadFile(f)
 	require.NoError(t, err)
 	df, err := definition.ParseCUE(f, b)
@@ -158,6 +158,16 @@ func TestSideEffectsOnce(t *testing.T) {
 			suspends: true,
 		},
 		{
+			reason: "classic op.#HTTPDo + op.#ConditionalWait, then a suspend step, then resume",
+			steps: func(url, gate string) []*appfile.WorkflowStep {
+				return []*appfile.WorkflowStep{
+					{Name: "call", Type: "legacy-call-then-wait", Properties: map[string]any{"url": url, "gate": gate}},
+					{Name: "approve", Type: "suspend"},
+				}
+			},
+			suspends: true,
+		},
+		{
 			reason: "a copy of the action is the same call",
 			steps: func(url, gate string) []*appfile.WorkflowStep {
 				return []*appfile.WorkflowStep{{Name: "call", Type: "copied-call", Properties: map[string]any{"url": url, "gate": gate}}}
@@ -171,9 +181,10 @@ func TestSideEffectsOnce(t *testing.T) {
 			wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: tc.steps(srv.URL, gate)}
 			h := newHarness(t, wf, Options{})
 			withTemplates(h, map[string]string{
-				"call-then-wait":    callThenWaitTemplate,
-				"call-wait-suspend": callWaitSuspendTemplate,
-				"copied-call":       copiedCallTemplate,
+				"call-then-wait":        callThenWaitTemplate,
+				"call-wait-suspend":     callWaitSuspendTemplate,
+				"copied-call":           copiedCallTemplate,
+				"legacy-call-then-wait": legacyCallThenWaitTemplate,
 			})
 
 			for pass := 0; pass < 3; pass++ {
@@ -230,6 +241,51 @@ func TestKubeVelaRequestStepCallsOnce(t *testing.T) {
 	res := h.until(20*time.Second, finished)
 	require.Equal(t, wfv1alpha1.WorkflowStateSucceeded, res.Status.Status, "%+v", res.Status)
 	assert.Equal(t, int32(1), calls.Load())
+}
+
+// TestKubeVelaExternalStepsCallOnce: KubeVela's own request, webhook and
+// notification (Slack) definitions, followed by a suspend, each reach the
+// server exactly once over the suspended passes and the resume.
+func TestKubeVelaExternalStepsCallOnce(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got[r.Method+" "+r.URL.Path+" "+string(b)]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	t.Cleanup(srv.Close)
+	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+		{Name: "request", Type: "kubevela-request", Properties: map[string]any{"url": srv.URL + "/request", "method": "POST", "body": map[string]any{"a": 1}}},
+		{Name: "webhook", Type: "kubevela-webhook", Properties: map[string]any{"url": map[string]any{"value": srv.URL + "/webhook"}, "data": map[string]any{"b": 2}}},
+		{Name: "notify", Type: "kubevela-notification", Properties: map[string]any{"slack": map[string]any{
+			"url": map[string]any{"value": srv.URL + "/slack"}, "message": map[string]any{"text": "deployed"}}}},
+		{Name: "approve", Type: "suspend"},
+	}}
+	h := newHarness(t, wf, Options{})
+	withTemplates(h, map[string]string{
+		"kubevela-request":      kubevelaStep(t, "request"),
+		"kubevela-webhook":      kubevelaStep(t, "webhook"),
+		"kubevela-notification": kubevelaStep(t, "notification"),
+	})
+	res := h.until(20*time.Second, func(r Result) bool { return r.Status.Status == wfv1alpha1.WorkflowStateSuspending })
+	for pass := 0; pass < 3; pass++ {
+		res = h.pass()
+		require.Equal(t, wfv1alpha1.WorkflowStateSuspending, res.Status.Status, "%+v", res.Status)
+	}
+	require.NoError(t, Resume(h.run.Status))
+	res = h.until(20*time.Second, finished)
+	require.Equal(t, wfv1alpha1.WorkflowStateSucceeded, res.Status.Status, "%+v", res.Status)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, map[string]int{
+		`POST /request {"a":1}`:           1,
+		`POST /webhook {"b":2}`:           1,
+		`POST /slack {"text":"deployed"}`: 1,
+	}, got)
 }
 
 // TestSideEffectsRetriedAfterFailure: a step that made its call and then

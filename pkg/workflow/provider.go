@@ -61,6 +61,7 @@ func NewCompiler(opts ...CompilerOption) (*cuex.Compiler, error) {
 		opProviders[k] = v
 	}
 	opProviders["suspend"] = legacySuspendProvider()
+	opProviders["do"] = legacyHTTPProvider()
 	opProviders["deploy"] = legacyDeployProvider()
 	builtinProviders := builtin.GetProviders()
 	builtinProviders["suspend"] = suspendProvider()
