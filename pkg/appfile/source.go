@@ -152,16 +152,7 @@ func NewFSSource(fsys fs.FS, root string) (*LocalSource, error) {
 		root = "."
 	}
 	var files []string
-	err := fs.WalkDir(fsys, root, func(fp string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && isDefinitionFile(fp) {
-			files = append(files, fp)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := fs.WalkDir(fsys, root, collectDefinitionFiles(&files)); err != nil {
 		return nil, fmt.Errorf("reading definitions under %s: %w", root, err)
 	}
 	sort.Strings(files)
@@ -182,20 +173,25 @@ func NewFSSource(fsys fs.FS, root string) (*LocalSource, error) {
 // (.yaml, .yml, .json), sorted. Other files are left out.
 func DefinitionFiles(root string) ([]string, error) {
 	var files []string
-	err := filepath.WalkDir(root, func(fp string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && isDefinitionFile(fp) {
-			files = append(files, fp)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := filepath.WalkDir(root, collectDefinitionFiles(&files)); err != nil {
 		return nil, fmt.Errorf("reading definitions under %s: %w", root, err)
 	}
 	sort.Strings(files)
 	return files, nil
+}
+
+// collectDefinitionFiles is the walk function both folder readers use: it
+// appends every definition file (see isDefinitionFile) to files.
+func collectDefinitionFiles(files *[]string) fs.WalkDirFunc {
+	return func(fp string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && isDefinitionFile(fp) {
+			*files = append(*files, fp)
+		}
+		return nil
+	}
 }
 
 func isDefinitionFile(p string) bool {
