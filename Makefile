@@ -30,11 +30,12 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs (charts/oamflow/crds) and the chart's definitions and values table.
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs (charts/oamflow/crds), the chart's definitions and values table, and the provider package schemas (pkg/cuepkg).
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	rm -f $(CRD_DIR)/*.yaml
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./apis/... output:crd:artifacts:config=$(CRD_DIR)
 	go run ./hack/chartgen
+	go run ./hack/cuepkggen
 
 .PHONY: verify
 verify: $(CONTROLLER_GEN) ## Fail if generated files or formatting drift from the sources.

@@ -5,7 +5,7 @@
 # are put back as they were, so run 'make generate' to update them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-gen_files() { find apis -name 'zz_generated.*.go'; find charts/oamflow/crds charts/oamflow/definitions -name '*.yaml'; echo charts/oamflow/README.md; }
+gen_files() { find apis -name 'zz_generated.*.go'; find charts/oamflow/crds charts/oamflow/definitions -name '*.yaml'; echo charts/oamflow/README.md; echo pkg/cuepkg/zz_generated.templates.go; }
 snap=$(mktemp -d)
 trap 'rm -rf "$snap"' EXIT
 gen_files | while read -r f; do mkdir -p "$snap/before/$(dirname "$f")"; cp "$f" "$snap/before/$f"; done

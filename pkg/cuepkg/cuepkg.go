@@ -16,7 +16,8 @@
 //     standard library only).
 //
 // The schemas of kubevela/workflow and kubevela/pkg are taken from those
-// libraries; the others are oamflow's (cue/*.cue), written to the field
+// libraries (generated into zz_generated.templates.go by hack/cuepkggen, so
+// that the provider implementations are not linked into every binary); the others are oamflow's (cue/*.cue), written to the field
 // names and types KubeVela documents, with oamflow's extensions (oam and
 // op #ApplyComponent also take a component by name). The CUE engine
 // compiles templates against these schemas (pkg/cuex); the workflow
@@ -31,20 +32,6 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/parser"
-
-	pkgbase64 "github.com/kubevela/pkg/cue/cuex/providers/base64"
-	pkgcue "github.com/kubevela/pkg/cue/cuex/providers/cue"
-	pkghttp "github.com/kubevela/pkg/cue/cuex/providers/http"
-	pkgkube "github.com/kubevela/pkg/cue/cuex/providers/kube"
-	"github.com/kubevela/workflow/pkg/providers/builtin"
-	"github.com/kubevela/workflow/pkg/providers/config"
-	"github.com/kubevela/workflow/pkg/providers/email"
-	"github.com/kubevela/workflow/pkg/providers/http"
-	"github.com/kubevela/workflow/pkg/providers/kube"
-	"github.com/kubevela/workflow/pkg/providers/legacy"
-	"github.com/kubevela/workflow/pkg/providers/metrics"
-	wftime "github.com/kubevela/workflow/pkg/providers/time"
-	"github.com/kubevela/workflow/pkg/providers/util"
 )
 
 // Prefix starts the import path of every provider package.
@@ -120,16 +107,16 @@ func Packages(s Set) []Package {
 	switch s {
 	case Step:
 		return []Package{
-			{"op", strings.Join([]string{legacy.GetLegacyTemplate(), opOAM, opExtra}, "\n")},
+			{"op", strings.Join([]string{workflowLegacyOp, opOAM, opExtra}, "\n")},
 			{"ql", qlSchema},
-			{"kube", kube.GetTemplate()},
-			{"builtin", builtin.GetTemplate()},
-			{"http", http.GetTemplate()},
-			{"util", util.GetTemplate()},
-			{"time", wftime.GetTemplate()},
-			{"email", email.GetTemplate()},
-			{"metrics", metrics.GetTemplate()},
-			{"config", config.GetTemplate()},
+			{"kube", workflowKube},
+			{"builtin", workflowBuiltin},
+			{"http", workflowHTTP},
+			{"util", workflowUtil},
+			{"time", workflowTime},
+			{"email", workflowEmail},
+			{"metrics", workflowMetrics},
+			{"config", workflowConfig},
 			{"oam", oamSchema},
 			{"multicluster", multiclusterSchema},
 			{"query", querySchema},
@@ -150,10 +137,10 @@ func Packages(s Set) []Package {
 // libraryPackages are kubevela/pkg's own packages (its default compiler's).
 func libraryPackages() []Package {
 	return []Package{
-		{"kube", strings.Join(pkgkube.Package.GetTemplates(), "\n")},
-		{"http", strings.Join(pkghttp.Package.GetTemplates(), "\n")},
-		{"base64", strings.Join(pkgbase64.Package.GetTemplates(), "\n")},
-		{"cue", strings.Join(pkgcue.Package.GetTemplates(), "\n")},
+		{"kube", libraryKube},
+		{"http", libraryHTTP},
+		{"base64", libraryBase64},
+		{"cue", libraryCUE},
 	}
 }
 
