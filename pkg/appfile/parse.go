@@ -214,7 +214,13 @@ func (p *parser) checkProperties(path string, d *Definition, props map[string]an
 	if err != nil {
 		// The definition is at fault, not the properties: report it where
 		// the type names it, as a definition that cannot be read is.
-		p.errorf(strings.TrimSuffix(path, ".properties")+".type", "%s definition %q cannot be used: it does not compile: %v", d.Kind, d.Name, err)
+		typePath := strings.TrimSuffix(path, ".properties") + ".type"
+		if errors.Is(err, cuex.ErrTimeout) {
+			// Not a compile error: retried after a while (cuex.Limits.Timeout).
+			p.errorf(typePath, "%s definition %q cannot be used: compiling it timed out: %v", d.Kind, d.Name, err)
+			return false, nil
+		}
+		p.errorf(typePath, "%s definition %q cannot be used: it does not compile: %v", d.Kind, d.Name, err)
 		return false, nil
 	}
 	if !t.HasField("parameter") {

@@ -38,9 +38,11 @@ type Limits struct {
 	// MaxOutputBytes bounds the JSON size of what one evaluation yields (default 8 MiB).
 	MaxOutputBytes int
 	// Timeout bounds one evaluation (default 5 s). CUE cannot be interrupted:
-	// an evaluation that times out is abandoned, the Engine starts over with a
-	// fresh CUE context, and the definition is remembered as failing so it is
-	// never evaluated again by this Engine.
+	// an evaluation that times out is abandoned and the Engine starts over
+	// with a fresh CUE context. The failure belongs to that evaluation (the
+	// template with those fills): other inputs to the same template are
+	// evaluated as usual. Only compiling, which does not depend on any
+	// input, is remembered as failing (see compileRetry).
 	Timeout time.Duration
 }
 
@@ -82,8 +84,11 @@ type Engine struct {
 	gen    int // incremented when the CUE context is replaced
 	cctx   *cue.Context
 	cache  map[string]*Template
-	// failed remembers sources whose evaluation timed out or panicked.
-	failed map[string]error
+	// failed remembers sources whose compiling (input-independent) timed
+	// out or panicked; evaluations with fills are never remembered here.
+	failed map[string]failure
+	// now is the clock failures expire by (time.Now; tests replace it).
+	now func() time.Time
 	// memo caches results of evaluations by a hash of all their inputs.
 	memo *lru
 	// values keeps recently evaluated values by template and fills, so
@@ -100,6 +105,32 @@ type Engine struct {
 	listFixes map[string]map[int]bool
 }
 
+// compileRetry is how long a compile that timed out is remembered: the
+// source is not evaluated again meanwhile (a template that loops costs its
+// Timeout once a minute, not once per Application), but a timeout caused by
+// a busy or CPU-throttled process does not make the definition unusable for
+// good. A compile that panicked is remembered for good.
+const compileRetry = time.Minute
+
+// failure is a remembered compile failure; a zero until never expires.
+type failure struct {
+	err   error
+	until time.Time
+}
+
+// failedLocked returns the remembered compile failure of key, if any.
+func (e *Engine) failedLocked(key string) error {
+	f, ok := e.failed[key]
+	if !ok {
+		return nil
+	}
+	if !f.until.IsZero() && !e.now().Before(f.until) {
+		delete(e.failed, key)
+		return nil
+	}
+	return f.err
+}
+
 // evaluatedValues bounds Engine.values.
 const evaluatedValues = 64
 
@@ -110,7 +141,7 @@ type evaluated struct {
 
 // NewEngine returns an Engine with an empty cache.
 func NewEngine(opts ...Option) *Engine {
-	e := &Engine{limits: DefaultLimits, failed: map[string]error{}, memo: newLRU(DefaultMemoEntries), imports: map[string]*build.Instance{}, listFixes: map[string]map[int]bool{}}
+	e := &Engine{limits: DefaultLimits, failed: map[string]failure{}, now: time.Now, memo: newLRU(DefaultMemoEntries), imports: map[string]*build.Instance{}, listFixes: map[string]map[int]bool{}}
 	for _, o := range opts {
 		o(e)
 	}
@@ -249,7 +280,7 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 		return nil, &Error{Source: src, Message: fmt.Sprintf("CUE source is %d bytes, over the limit of %d", len(text), e.limits.MaxSourceBytes)}
 	}
 	key := sourceKey(src, text)
-	if err, ok := e.failed[key]; ok {
+	if err := e.failedLocked(key); err != nil {
 		return nil, err
 	}
 	if t, ok := e.cache[key]; ok {
@@ -280,7 +311,7 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 		file, fixed = rewriteListArithmetic(file, at)
 	}
 	cctx := e.cctx
-	if err := e.runLocked(context.Background(), src, key, func() error {
+	if err := e.runLocked(context.Background(), src, key, true, func() error {
 		var more []token.Pos
 		v, file, more = buildFixingListArithmetic(cctx, file, imports)
 		fixed = append(fixed, more...)
@@ -370,7 +401,7 @@ func (e *Engine) evalLocked(ctx context.Context, t *Template, fills map[string]a
 	for t.fixed != nil {
 		t = t.fixed
 	}
-	if err, ok := e.failed[t.key]; ok {
+	if err := e.failedLocked(t.key); err != nil {
 		return err
 	}
 	if t.gen != e.gen {
@@ -405,7 +436,8 @@ func (e *Engine) evalLocked(ctx context.Context, t *Template, fills map[string]a
 			}
 		}
 	}
-	err := e.runLocked(ctx, t.src, t.key, func() error {
+	// An evaluation fails for its fills (and fn) only: never remembered.
+	err := e.runLocked(ctx, t.src, t.key, false, func() error {
 		if cached {
 			return call(unified)
 		}
@@ -491,9 +523,11 @@ func fill(t *Template, fills map[string]any) (cue.Value, error) {
 }
 
 // runLocked runs fn in its own goroutine and waits for it, for the time
-// limit or for ctx. On a timeout the CUE context is abandoned to the
-// goroutine and replaced.
-func (e *Engine) runLocked(ctx context.Context, src Source, key string, fn func() error) error {
+// limit or for ctx. On a timeout or panic the CUE context is abandoned to
+// the goroutine and replaced. remember says fn does not depend on any
+// input (compiling key's source): its timeout or panic is then remembered
+// for key (see compileRetry); otherwise the error is this call's alone.
+func (e *Engine) runLocked(ctx context.Context, src Source, key string, remember bool, fn func() error) error {
 	done := make(chan error, 1)
 	go func() {
 		var err error
@@ -509,14 +543,18 @@ func (e *Engine) runLocked(ctx context.Context, src Source, key string, fn func(
 	select {
 	case err := <-done:
 		if p, ok := err.(*panicked); ok {
-			e.failed[key] = p.err
+			if remember {
+				e.failed[key] = failure{err: p.err}
+			}
 			e.resetLocked()
 			return p.err
 		}
 		return err
 	case <-timer.C:
-		err := &Error{Source: src, Message: fmt.Sprintf("evaluation did not finish within %s: the template loops or builds a huge value (look for comprehensions over large ranges or exploding disjunctions)", e.limits.Timeout)}
-		e.failed[key] = err
+		err := &Error{Source: src, Err: ErrTimeout, Message: fmt.Sprintf("evaluation did not finish within %s: the template loops or builds a huge value (look for comprehensions over large ranges or exploding disjunctions)", e.limits.Timeout)}
+		if remember {
+			e.failed[key] = failure{err: err, until: e.now().Add(compileRetry)}
+		}
 		e.resetLocked()
 		return err
 	case <-ctx.Done():

@@ -85,8 +85,10 @@ func TestEvalErrorsNameDefinitionPathValuesAndPosition(t *testing.T) {
 	assert.Equal(t, `trait "scaler": patch.spec.replicas: conflicting values 2 and 3 (at scaler.cue:7:45)`, err.Error())
 }
 
-func TestEvalTimeoutAbandonsAndRemembers(t *testing.T) {
+func TestCompileTimeoutIsRememberedForAWhile(t *testing.T) {
 	e := NewEngine(WithLimits(Limits{Timeout: 150 * time.Millisecond}))
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e.now = func() time.Time { return now }
 	slow := `import "list"
 n: len([for i in list.Range(0, 4000, 1) for j in list.Range(0, 4000, 1) if i*j == -1 {i}])
 `
@@ -98,8 +100,9 @@ n: len([for i in list.Range(0, 4000, 1) for j in list.Range(0, 4000, 1) if i*j =
 	require.True(t, errors.As(err, &ce))
 	assert.Equal(t, "spinner", ce.Source.Name, "the error names the definition")
 	assert.Contains(t, err.Error(), "did not finish within 150ms")
+	assert.ErrorIs(t, err, ErrTimeout)
 
-	// Remembered: no second attempt.
+	// Remembered: no second attempt while it is fresh.
 	start = time.Now()
 	_, err = e.Compile(Source{Kind: "component", Name: "spinner"}, slow)
 	require.Error(t, err)
@@ -113,21 +116,47 @@ n: len([for i in list.Range(0, 4000, 1) for j in list.Range(0, 4000, 1) if i*j =
 		assert.Equal(t, int64(2), n)
 		return err
 	}))
+
+	// Forgotten after compileRetry: a timeout of a busy process does not
+	// make the definition unusable for good.
+	now = now.Add(compileRetry)
+	require.Len(t, e.failed, 1)
+	for k := range e.failed {
+		assert.NoError(t, e.failedLocked(k))
+	}
+	assert.Empty(t, e.failed)
 }
 
-func TestEvalTimeoutWhenPropertiesExplode(t *testing.T) {
+func TestEvalTimeoutIsTheInputsNotTheTemplates(t *testing.T) {
 	e := NewEngine(WithLimits(Limits{Timeout: 150 * time.Millisecond}))
 	tm, err := e.Compile(Source{Kind: "component", Name: "grid"}, `import "list"
 parameter: n: int
 n: len([for i in list.Range(0, parameter.n, 1) for j in list.Range(0, parameter.n, 1) if i*j == -1 {i}])
 `)
 	require.NoError(t, err, "with parameter open the template is cheap")
-	err = e.Eval(context.Background(), tm, map[string]any{"parameter": map[string]any{"n": int64(5000)}}, func(v cue.Value) error {
-		_, err := v.LookupPath(cue.ParsePath("n")).Int64()
-		return err
-	})
+	eval := func(n int64) (int64, error) {
+		var got int64
+		err := e.Eval(context.Background(), tm, map[string]any{"parameter": map[string]any{"n": n}}, func(v cue.Value) error {
+			var err error
+			got, err = v.LookupPath(cue.ParsePath("n")).Int64()
+			return err
+		})
+		return got, err
+	}
+	_, err = eval(5000)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `component "grid": evaluation did not finish within 150ms`)
+	assert.ErrorIs(t, err, ErrTimeout)
+
+	// The same template with a normal input still evaluates, from the old
+	// Template and from a fresh Compile.
+	got, err := eval(3)
+	require.NoError(t, err, "a timeout of one input must not mark the template as failing")
+	assert.Equal(t, int64(0), got)
+	again, err := e.Compile(Source{Kind: "component", Name: "grid"}, tm.text)
+	require.NoError(t, err, "compiling the template again must not report the other input's timeout")
+	require.NoError(t, e.Eval(context.Background(), again, map[string]any{"parameter": map[string]any{"n": int64(2)}}, func(cue.Value) error { return nil }))
+	assert.Empty(t, e.failed)
 }
 
 func TestEvalRecoversPanics(t *testing.T) {
@@ -137,6 +166,7 @@ func TestEvalRecoversPanics(t *testing.T) {
 	err = e.Eval(context.Background(), tm, nil, func(cue.Value) error { panic("boom") })
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `component "p": CUE evaluation panicked: boom`)
+	require.NoError(t, e.Eval(context.Background(), tm, nil, func(cue.Value) error { return nil }), "a panic of one evaluation is not the template's")
 }
 
 func TestEncodeKeepsNumberKinds(t *testing.T) {

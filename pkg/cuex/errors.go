@@ -22,7 +22,16 @@ type Error struct {
 	Message string
 	// Positions are "file:line:col" places in the definition's source.
 	Positions []string
+	// Err, when set, is the kind of failure (ErrTimeout) for errors.Is.
+	Err error
 }
+
+// ErrTimeout is wrapped by the Error of an evaluation that did not finish
+// within the Engine's Timeout.
+var ErrTimeout = errors.New("CUE evaluation time budget exceeded")
+
+// Unwrap returns the kind of failure, if any.
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	var b strings.Builder
