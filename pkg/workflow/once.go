@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -119,8 +120,65 @@ func (o onceFn) Call(ctx context.Context, v cue.Value) (cue.Value, error) {
 	}
 	result := filledFields(fields, concreteFields(out))
 	kept = append(kept, sideEffect{Path: path, Call: o.call, Input: inputDigest(fields, result), Result: result})
+	if msg := sideEffectsTooLarge(rt.WorkflowContext.GetStore(), stepName(rt), step, o.call, path, kept); msg != "" {
+		// Not kept, the call would be made again on the next evaluation:
+		// the step fails for good instead (no retry, no second call).
+		if rt.Action != nil {
+			return v, fail(rt, msg)
+		}
+		return v, errors.New(msg)
+	}
 	storeSideEffects(rt.WorkflowContext, step, kept)
 	return fillResult(v, result)
+}
+
+// What the context ConfigMap may hold of side-effect results. A ConfigMap,
+// like every object, holds at most 1 MiB (the API server refuses more), and
+// the workflow context ConfigMap also holds the workflow's variables
+// (step outputs): the results of one step may take a quarter of it, those
+// of all the steps running at once (a DAG, a step group) half.
+const (
+	maxStepSideEffects = 256 << 10
+	maxSideEffects     = 512 << 10
+)
+
+// sideEffectsTooLarge returns why kept, the results of step (id; name for
+// the message) after call at path, cannot be stored in the context
+// ConfigMap cm (nil: not checked against the other steps), or "".
+func sideEffectsTooLarge(cm *corev1.ConfigMap, name, step, call, path string, kept []sideEffect) string {
+	b, _ := json.Marshal(kept) // strings and raw JSON only: cannot fail
+	size := len(b)
+	if size > maxStepSideEffects {
+		return fmt.Sprintf("step %q: the result of %s at %s is too large to keep: the step's side-effect results would take %s of the workflow context ConfigMap, more than the %s kept per step (a ConfigMap holds at most 1 MiB); the call was made and is not made again",
+			name, call, path, kib(size), kib(maxStepSideEffects))
+	}
+	if cm == nil {
+		return ""
+	}
+	total := size
+	for k, s := range cm.Data {
+		if k != step+"."+sideEffectsKey && strings.HasSuffix(k, "."+sideEffectsKey) {
+			total += len(s)
+		}
+	}
+	if total > maxSideEffects {
+		return fmt.Sprintf("step %q: the result of %s at %s is too large to keep: the side-effect results of the running steps would take %s of the workflow context ConfigMap, more than the %s kept for all of them (a ConfigMap holds at most 1 MiB); the call was made and is not made again",
+			name, call, path, kib(total), kib(maxSideEffects))
+	}
+	return ""
+}
+
+// kib formats n bytes in KiB, rounded up.
+func kib(n int) string { return fmt.Sprintf("%d KiB", (n+1023)/1024) }
+
+// stepName is the name of the step being run, for messages.
+func stepName(rt providertypes.RuntimeParams) string {
+	if rt.ProcessContext != nil {
+		if n := rt.ProcessContext.GetData(model.ContextStepName); n != nil {
+			return fmt.Sprint(n)
+		}
+	}
+	return stepSessionID(rt)
 }
 
 // withoutPlaceholders returns the action v without its result

@@ -2,10 +2,13 @@ package workflow
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/definition"
@@ -366,4 +370,75 @@ func TestPruneSideEffects(t *testing.T) {
 		"paused.resumeTimeStamp":      "2026-01-01T00:00:00Z",
 	}, cm.Data, "only running and suspended steps keep their results")
 	assert.False(t, pruneSideEffects(cm, st), "nothing more to remove")
+}
+
+// TestSideEffectsTooLargeToKeep: a call whose result would push the
+// context ConfigMap towards its 1 MiB limit fails the step for good,
+// naming the step and the limit; it is not kept, and not made again.
+func TestSideEffectsTooLargeToKeep(t *testing.T) {
+	var calls atomic.Int32
+	big := `{"data":"` + strings.Repeat("x", 300<<10) + `"}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(big))
+	}))
+	t.Cleanup(srv.Close)
+	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+		{Name: "call", Type: "kubevela-request", Properties: map[string]any{"url": srv.URL, "method": "GET"}},
+	}}
+	h := newHarness(t, wf, Options{})
+	withTemplates(h, map[string]string{"kubevela-request": kubevelaStep(t, "request")})
+	res := h.until(20*time.Second, finished)
+	require.Equal(t, wfv1alpha1.WorkflowStateFailed, res.Status.Status, "%+v", res.Status)
+	require.NotEmpty(t, res.Status.Steps)
+	assert.Equal(t, failed, res.Status.Steps[0].Phase)
+	assert.Contains(t, res.Status.Steps[0].Message, `step "call": the result of http.do at req is too large to keep: the step's side-effect results would take 301 KiB of the workflow context ConfigMap, more than the 256 KiB kept per step`)
+	for pass := 0; pass < 2; pass++ {
+		h.pass()
+	}
+	assert.Equal(t, int32(1), calls.Load(), "failed for good: not called again")
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, env(t).Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "workflow-" + h.app.Name + "-context"}, cm))
+	for k, v := range cm.Data {
+		assert.False(t, strings.HasSuffix(k, "."+sideEffectsKey), "kept %s (%d bytes)", k, len(v))
+	}
+}
+
+func TestSideEffectsTooLarge(t *testing.T) {
+	result := func(n int) []sideEffect {
+		return []sideEffect{{Path: "req", Call: "http.do", Result: map[string]json.RawMessage{"body": json.RawMessage(`"` + strings.Repeat("x", n) + `"`)}}}
+	}
+	others := func(sizes ...int) *corev1.ConfigMap {
+		cm := &corev1.ConfigMap{Data: map[string]string{"vars": strings.Repeat("v", 400<<10)}}
+		for i, n := range sizes {
+			cm.Data[fmt.Sprintf("other-%d.%s", i, sideEffectsKey)] = strings.Repeat("o", n)
+		}
+		return cm
+	}
+	cases := []struct {
+		reason string
+		cm     *corev1.ConfigMap
+		kept   []sideEffect
+		want   string
+	}{
+		{reason: "a small result is kept", cm: others(), kept: result(1 << 10)},
+		{reason: "a step's results up to the per-step limit are kept", cm: others(), kept: result(250 << 10)},
+		{reason: "over the per-step limit", cm: others(), kept: result(257 << 10),
+			want: `step "call": the result of http.do at req is too large to keep: the step's side-effect results would take 258 KiB of the workflow context ConfigMap, more than the 256 KiB kept per step (a ConfigMap holds at most 1 MiB); the call was made and is not made again`},
+		{reason: "other steps' results count, variables do not", cm: others(200 << 10), kept: result(200 << 10)},
+		{reason: "over the limit for all running steps", cm: others(200<<10, 200<<10), kept: result(200 << 10),
+			want: `step "call": the result of http.do at req is too large to keep: the side-effect results of the running steps would take 601 KiB of the workflow context ConfigMap, more than the 512 KiB kept for all of them (a ConfigMap holds at most 1 MiB); the call was made and is not made again`},
+		{reason: "the step's own previous results are replaced, not counted twice",
+			cm: func() *corev1.ConfigMap {
+				cm := others(200 << 10)
+				cm.Data["s1."+sideEffectsKey] = strings.Repeat("s", 200<<10)
+				return cm
+			}(), kept: result(250 << 10)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			assert.Equal(t, tc.want, sideEffectsTooLarge(tc.cm, "call", "s1", "http.do", "req", tc.kept))
+		})
+	}
 }
