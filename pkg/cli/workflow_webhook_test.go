@@ -65,24 +65,7 @@ func TestWorkflowRollbackDeniedByWebhook(t *testing.T) {
 	c := env.Client
 	ctx := context.Background()
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "oamflow-system"}}))
-
-	o := manager.DefaultOptions()
-	o.MetricsAddr, o.ProbeAddr = "0", "0"
-	o.Webhook.Enabled = true
-	o.Webhook.Port = freeTCPPort(t)
-	o.Webhook.FailurePolicy = string(admissionregistrationv1.Fail)
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- manager.Run(mctx, env.Config, o) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err, "manager.Run")
-		case <-time.After(30 * time.Second):
-			t.Error("the manager did not stop within 30 s")
-		}
-	})
+	startManagerWithWebhook(t, env)
 
 	def := &v1beta1.ComponentDefinition{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
 		Spec: v1beta1.ComponentDefinitionSpec{
@@ -137,6 +120,32 @@ func TestWorkflowRollbackDeniedByWebhook(t *testing.T) {
 	got := &v1beta1.Application{}
 	require.NoError(t, c.Get(ctx, key, got))
 	assert.JSONEq(t, `{"size":"2Gi","engine":"pg"}`, string(got.Spec.Components[0].Properties.Raw), "the refused rollback changed nothing")
+}
+
+// startManagerWithWebhook runs the controller on env with its validating
+// webhooks (failure policy Fail), as `oamflow-controller` out of the
+// cluster does, until the test ends. The namespace oamflow-system must
+// exist. The API server calls a new webhook configuration only after a
+// second or so: callers wait for a refusal before relying on it.
+func startManagerWithWebhook(t *testing.T, env *envtest.Environment) {
+	t.Helper()
+	o := manager.DefaultOptions()
+	o.MetricsAddr, o.ProbeAddr = "0", "0"
+	o.Webhook.Enabled = true
+	o.Webhook.Port = freeTCPPort(t)
+	o.Webhook.FailurePolicy = string(admissionregistrationv1.Fail)
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- manager.Run(mctx, env.Config, o) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err, "manager.Run")
+		case <-time.After(30 * time.Second):
+			t.Error("the manager did not stop within 30 s")
+		}
+	})
 }
 
 // freeTCPPort returns a TCP port free on 127.0.0.1 right now.
