@@ -264,7 +264,7 @@ func sourceKey(src Source, text string) string {
 
 // Compile compiles text (cached by content hash). Templates may reference
 // `context` and `parameter` without declaring them. Standard-library imports
-// are allowed; a definition template may also import the provider packages
+// are allowed, except CUE's tool packages (IsSideEffecting); a definition template may also import the provider packages
 // its kind may import (pkg/cuepkg: src.Kind "component", "trait", "policy"
 // or "workflow-step"), compiled against their schemas. A value only known
 // once `parameter` and `context` are filled (an incomplete value) is no
@@ -294,6 +294,9 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 	}
 	file, err := prepareSource(src, text)
 	if err != nil {
+		return nil, err
+	}
+	if err := refuseSideEffects(src, file); err != nil {
 		return nil, err
 	}
 	imports, warnings, err := e.resolveImportsLocked(src, file)

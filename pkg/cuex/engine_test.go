@@ -59,6 +59,19 @@ func TestCompileErrors(t *testing.T) {
 			want:   `component "c": vela/kube has no #Nope (at c.cue:7:9)`,
 		},
 		{
+			reason: "CUE's tool packages are refused, even to a workflow step: a definition is data",
+			src:    Source{Kind: "workflow-step", Name: "s", File: "s.cue"},
+			text:   "import (\n\t\"strings\"\n\t\"tool/exec\"\n\tf \"tool/file\"\n)\nx: strings.ToUpper(\"a\")\n",
+			want: `workflow-step "s": imports "tool/exec", which is refused: CUE's tool packages run commands, read and write files, make HTTP requests and read the environment, and a definition is data (use a workflow step's provider actions instead) (at s.cue:3:2)` + "\n" +
+				`workflow-step "s": imports "tool/file", which is refused: CUE's tool packages run commands, read and write files, make HTTP requests and read the environment, and a definition is data (use a workflow step's provider actions instead) (at s.cue:4:2)`,
+		},
+		{
+			reason: "the bare tool package is refused too",
+			src:    Source{Kind: "custom status", Name: "s"},
+			text:   "import \"tool\"\nmessage: \"x\"\n",
+			want:   `custom status "s": imports "tool", which is refused: CUE's tool packages run commands, read and write files, make HTTP requests and read the environment, and a definition is data (use a workflow step's provider actions instead) (at custom status s:1:8)`,
+		},
+		{
 			reason: "oversized sources are refused",
 			src:    Source{Kind: "trait", Name: "big"},
 			text:   "x: \"" + strings.Repeat("a", 2<<20) + "\"\n",

@@ -30,6 +30,36 @@ func IsStdlib(importPath string) bool {
 	return stdlibRoots[root]
 }
 
+// IsSideEffecting reports whether an import path names a CUE package whose
+// values are tasks with side effects rather than data: the tool packages
+// (tool, tool/cli, tool/exec, tool/file, tool/http, tool/os), which `cue
+// cmd` runs to execute commands, read and write files, make HTTP requests
+// and read the environment. Definitions are data: oamflow refuses them.
+func IsSideEffecting(importPath string) bool {
+	return importPath == "tool" || strings.HasPrefix(importPath, "tool/")
+}
+
+// refuseSideEffects returns an error naming each import of f that
+// IsSideEffecting, with its position; nil when there is none.
+func refuseSideEffects(src Source, f *ast.File) error {
+	var errs Errors
+	for _, spec := range f.Imports {
+		p, err := literal.Unquote(spec.Path.Value)
+		if err != nil || !IsSideEffecting(p) {
+			continue
+		}
+		errs = append(errs, &Error{Source: src, Positions: nonEmpty(mapPosition(src, spec.Pos())),
+			Message: fmt.Sprintf("imports %q, which is refused: CUE's tool packages run commands, read and write files, make HTTP requests and read the environment, and a definition is data (use a workflow step's provider actions instead)", p)})
+	}
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return errs
+}
+
 // providerImport is one non-standard import of a template.
 type providerImport struct {
 	spec *ast.ImportSpec

@@ -107,6 +107,10 @@ func TestValidateDefinition(t *testing.T) {
 		{"no template", def("", ""), ""},
 		{"template syntax error", def("output: {", ""), `component "c" is invalid:` + "\n  spec.schematic.cue.template: "},
 		{"health policy syntax error", def("output: {}", "isHealth: ("), "spec.status.healthPolicy: "},
+		{"a template importing tool/exec is refused", def("import \"tool/exec\"\noutput: {apiVersion: \"v1\", kind: \"ConfigMap\"}", ""),
+			`spec.schematic.cue.template: component "c": imports "tool/exec", which is refused: CUE's tool packages run commands`},
+		{"a health policy importing tool/http is refused", def("output: {apiVersion: \"v1\", kind: \"ConfigMap\"}", "import \"tool/http\"\nisHealth: true"),
+			`spec.status.healthPolicy: health policy "c": imports "tool/http", which is refused`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
