@@ -173,3 +173,15 @@ func fromObject(obj client.Object, origin string) (*Definition, error) {
 	}
 	return &Definition{Kind: kind, Name: obj.GetName(), Origin: origin, Object: obj}, nil
 }
+
+// AppliesToWarning is the warning for a trait attached to a workload its
+// definition's appliesToWorkloads does not list: path is the trait's field
+// path (spec.components[i].traits[j]), workload says what it is attached
+// to. The trait is rendered anyway, as KubeVela renders it.
+func AppliesToWarning(path, component, trait string, appliesTo []string, workload string) string {
+	return FieldError{
+		Path:    path + ".type",
+		Message: fmt.Sprintf("trait %q applies to %s, not to %s; rendering it anyway", trait, strings.Join(appliesTo, ", "), workload),
+		Subject: fmt.Sprintf("component %q, trait %q", component, trait),
+	}.String()
+}

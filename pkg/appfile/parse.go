@@ -562,8 +562,8 @@ func (p *parser) traits(path string, comp *Component, specs []common.Application
 		// warning. Autodetected workloads are only known once rendered.
 		if comp.Definition != nil && len(spec.AppliesToWorkloads) > 0 && !comp.Definition.IsAutodetect() &&
 			!AppliesTo(spec.AppliesToWorkloads, comp.Definition.WorkloadNames()) {
-			p.warnf(tpath+".type", "trait %q applies to %s, not to component type %q (workload %s); rendering it anyway", ts.Type,
-				strings.Join(spec.AppliesToWorkloads, ", "), comp.Type, strings.Join(comp.Definition.WorkloadNames()[1:], ", "))
+			p.af.Warnings = append(p.af.Warnings, AppliesToWarning(tpath, comp.Name, ts.Type, spec.AppliesToWorkloads,
+				fmt.Sprintf("component type %q (workload %s)", comp.Type, strings.Join(comp.Definition.WorkloadNames()[1:], ", "))))
 		}
 		for k := 0; k < j; k++ {
 			other := specs[k].Type

@@ -439,6 +439,7 @@ func dryRunApp(ctx context.Context, app *v1beta1.Application, src appfile.Defini
 		return nil, asUserError(err)
 	}
 	printWarnings(errOut, app, warnings)
+	warned := map[string]bool{}
 	if af.Workflow != nil && af.Workflow.Ref != "" {
 		fmt.Fprintf(errOut, "Warning: %s/%s: spec.workflow.ref %q is not rendered (pass the Workflow with -f and --merge); rendering every component\n", af.Namespace, af.Name, af.Workflow.Ref)
 	}
@@ -456,6 +457,12 @@ func dryRunApp(ctx context.Context, app *v1beta1.Application, src appfile.Defini
 			res, err := render.RenderApplication(ctx, t.AppFile, opts)
 			if err != nil {
 				return nil, asUserError(err)
+			}
+			for _, w := range render.AppliesToWarnings(t.AppFile, res) {
+				if !warned[w] {
+					warned[w] = true
+					printWarnings(errOut, app, []string{w})
+				}
 			}
 			if res, err = charts.expand(ctx, af.Namespace, res, errOut); err != nil {
 				return nil, err

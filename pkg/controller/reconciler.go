@@ -557,6 +557,9 @@ func (r *Reconciler) render(ctx context.Context, s *scope) error {
 			return err
 		}
 		cache.put(comp.Name, res)
+		for _, w := range render.AppliesToWarnings(s.af, res) {
+			r.recorder.Event(app, "Warning", ReasonValidationWarning, w)
+		}
 	}
 	s.prerendered = cache
 	setRenderCondition(app, len(s.af.Components)-deferred, deferred, nil)

@@ -309,18 +309,8 @@ func applyTrait(ctx context.Context, engine *cuex.Engine, c *appfile.Component, 
 	if def == nil {
 		return fmt.Errorf("type %q has no definition", tr.Type)
 	}
-	// appfile.Parse leaves appliesToWorkloads of autodetect components
-	// (k8s-objects, ref-objects) to here: the workload kind is the kind of
-	// the rendered main object.
-	if spec := def.TraitSpec(); spec != nil && len(spec.AppliesToWorkloads) > 0 && c.Definition.IsAutodetect() && st.output != nil {
-		apiVersion, kind := stringField(st.output, "apiVersion"), stringField(st.output, "kind")
-		kindNames := appfile.KindNames(apiVersion, kind)
-		names := append([]string{appfile.AutodetectWorkload, c.Definition.Name}, kindNames...)
-		if !appfile.AppliesTo(spec.AppliesToWorkloads, names) {
-			return fmt.Errorf("applies to %s, not to the %s %s this %s component renders (matching names: %s); use it on a matching kind or add the kind to the trait definition's appliesToWorkloads",
-				strings.Join(spec.AppliesToWorkloads, ", "), apiVersion, kind, c.Definition.Name, strings.Join(kindNames[2:], ", "))
-		}
-	}
+	// appliesToWorkloads of autodetect components (k8s-objects,
+	// ref-objects) is judged on the rendered kind: AppliesToWarnings.
 	src := def.CUESource()
 	t, err := engine.Compile(src, def.Template())
 	if err != nil {
