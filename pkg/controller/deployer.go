@@ -272,10 +272,12 @@ func (h defaultHealth) ComponentHealth(ctx context.Context, af *appfile.AppFile,
 		if t.Definition != nil {
 			tst = t.Definition.Status()
 		}
-		subj := health.Subject{Status: tst, Parameter: t.Properties, Context: cctx, Outputs: traitOutputs[t.Type]}
+		// The trait's status CUE reads the workload as context.output and
+		// its own objects as context.outputs (KubeVela's context); with a
+		// health policy a missing workload makes it unhealthy, without one
+		// only the trait's own objects are judged.
+		subj := health.Subject{Status: tst, Parameter: t.Properties, Context: cctx, Outputs: traitOutputs[t.Type], Workload: output}
 		if tst != nil && tst.HealthPolicy != "" {
-			// The trait's policy may read context.output; without one only
-			// the trait's own objects are judged.
 			subj.Output = output
 		}
 		if len(subj.Outputs) == 0 && (tst == nil || (tst.HealthPolicy == "" && tst.CustomStatus == "")) {

@@ -228,6 +228,8 @@ type Template struct {
 	// uses are the parameter paths the template uses as whole values
 	// (parameterUses): their keys are passed through, never unknown.
 	uses [][]string
+	// actions are the provider actions the template uses ("helm.#Render").
+	actions []string
 }
 
 // Warnings returns what compiling found questionable but not wrong: a
@@ -236,9 +238,10 @@ type Template struct {
 // definition and, where known, the position.
 func (t *Template) Warnings() []string { return append([]string(nil), t.warnings...) }
 
-// Actions reports whether the template imports provider packages (its
-// values then come partly from provider actions run by a workflow).
-func (t *Template) Actions() bool { return len(t.imports) > 0 }
+// Actions returns the provider actions the template uses ("helm.#Render",
+// "kube.#Apply"): a workflow step's engine runs them; rendering a
+// component, trait or policy does not (see Eval).
+func (t *Template) Actions() []string { return append([]string(nil), t.actions...) }
 
 // Source returns what the template was compiled from.
 func (t *Template) Source() Source { return t.src }
@@ -299,7 +302,7 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 	if err := refuseSideEffects(src, file); err != nil {
 		return nil, err
 	}
-	imports, warnings, err := e.resolveImportsLocked(src, file)
+	imports, warnings, actions, err := e.resolveImportsLocked(src, file)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +333,7 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 		// parameter and context completes; Validate ignores those.)
 		return nil, translate(src, err, "")
 	}
-	t := &Template{src: src, text: text, key: key, gen: e.gen, value: v, imports: imports, labels: topLabels(file), warnings: warnings, file: file.Filename, uses: parameterUses(file)}
+	t := &Template{src: src, text: text, key: key, gen: e.gen, value: v, imports: imports, labels: topLabels(file), warnings: warnings, file: file.Filename, uses: parameterUses(file), actions: actions}
 	// A component's check evaluates the whole template with the context
 	// its rendering uses, and the rendering reuses that evaluation; a
 	// trait, policy or step is rendered with another context (or not at
@@ -455,6 +458,12 @@ func (e *Engine) evalLocked(ctx context.Context, t *Template, fills map[string]a
 		if fixed := e.refixLocked(t, listAt); fixed != nil {
 			return e.evalLocked(ctx, fixed, fills, fn, round+1)
 		}
+	}
+	if err != nil && len(t.actions) > 0 && cuepkg.SetFor(t.src.Kind) != cuepkg.Step {
+		// What the actions would have returned is missing: say so
+		// rather than which field it left incomplete.
+		return &Error{Source: t.src, Message: fmt.Sprintf("uses %s, which oamflow does not run while rendering a %s (provider actions are not supported by oamflow outside workflow steps)",
+			strings.Join(t.actions, ", "), t.src.Kind)}
 	}
 	if err == nil && !cached && vkey != "" && unified.Exists() {
 		e.values.put(vkey, evaluated{gen: e.gen, v: unified})

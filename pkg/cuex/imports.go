@@ -114,10 +114,12 @@ func providerImports(f *ast.File) []*providerImport {
 // _`) so that the rest of the step is still checked, and a warning says
 // so, naming the import or action and its position (the step fails when it
 // runs). Anything else is an error.
-func (e *Engine) resolveImportsLocked(src Source, f *ast.File) ([]*build.Instance, []string, error) {
+//
+// It also returns the provider actions the template uses ("helm.#Render").
+func (e *Engine) resolveImportsLocked(src Source, f *ast.File) ([]*build.Instance, []string, []string, error) {
 	imports := providerImports(f)
 	if len(imports) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	set := cuepkg.SetFor(src.Kind)
 	at := func(n ast.Node) string {
@@ -130,6 +132,7 @@ func (e *Engine) resolveImportsLocked(src Source, f *ast.File) ([]*build.Instanc
 		served   []*build.Instance
 		warnings []string
 		refused  []string
+		actions  []string
 	)
 	for _, pi := range imports {
 		pkg, ok := cuepkg.Lookup(set, pi.path)
@@ -144,12 +147,17 @@ func (e *Engine) resolveImportsLocked(src Source, f *ast.File) ([]*build.Instanc
 		}
 		inst, pv, err := e.packageLocked(set, pkg)
 		if err != nil {
-			return nil, nil, &Error{Source: src, Message: fmt.Sprintf("the schema of %s does not build: %v", pi.path, err)}
+			return nil, nil, nil, &Error{Source: src, Message: fmt.Sprintf("the schema of %s does not build: %v", pi.path, err)}
 		}
 		var missing []string
 		for _, sel := range sortedSelectors(pi.selectors) {
-			if !pv.LookupPath(cue.ParsePath(sel)).Exists() {
+			x := pv.LookupPath(cue.ParsePath(sel))
+			if !x.Exists() {
 				missing = append(missing, sel)
+				continue
+			}
+			if x.LookupPath(cue.ParsePath("#do")).Exists() {
+				actions = append(actions, pi.name+"."+sel)
 			}
 		}
 		if len(missing) == 0 {
@@ -157,7 +165,7 @@ func (e *Engine) resolveImportsLocked(src Source, f *ast.File) ([]*build.Instanc
 			continue
 		}
 		if set != cuepkg.Step {
-			return nil, nil, &Error{Source: src, Message: fmt.Sprintf("%s has no %s", pi.path, strings.Join(missing, ", ")),
+			return nil, nil, nil, &Error{Source: src, Message: fmt.Sprintf("%s has no %s", pi.path, strings.Join(missing, ", ")),
 				Positions: nonEmpty(mapPosition(src, pi.selectors[missing[0]].Pos()))}
 		}
 		for _, m := range missing {
@@ -166,9 +174,9 @@ func (e *Engine) resolveImportsLocked(src Source, f *ast.File) ([]*build.Instanc
 		served = append(served, placeholders(pi, pkg.Template, missing))
 	}
 	if len(refused) > 0 {
-		return nil, nil, &Error{Source: src, Message: refusedImports(src.Kind, set, refused)}
+		return nil, nil, nil, &Error{Source: src, Message: refusedImports(src.Kind, set, refused)}
 	}
-	return served, warnings, nil
+	return served, warnings, actions, nil
 }
 
 // placeholders builds a package for pi: schema (may be empty) plus an open

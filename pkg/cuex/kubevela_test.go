@@ -205,3 +205,27 @@ func TestLegacyListArithmetic(t *testing.T) {
 		})
 	}
 }
+
+func TestProviderActionsWhileRendering(t *testing.T) {
+	e := NewEngine()
+	tmpl, err := e.Compile(Source{Kind: "component", Name: "helmchart"}, `import "vela/helm"
+_rendered: helm.#Render & {$params: chart: source: parameter.chart}
+output: _rendered.$returns.resources[0]
+parameter: chart: string
+`)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"helm.#Render"}, tmpl.Actions())
+	err = e.Eval(context.Background(), tmpl, map[string]any{"parameter": map[string]any{"chart": "redis"}}, func(v cue.Value) error {
+		return v.LookupPath(cue.ParsePath("output")).Validate(cue.Concrete(true))
+	})
+	require.Error(t, err)
+	assert.Equal(t, `component "helmchart": uses helm.#Render, which oamflow does not run while rendering a component (provider actions are not supported by oamflow outside workflow steps)`, err.Error())
+
+	step, err := e.Compile(Source{Kind: "workflow-step", Name: "s"}, "import \"vela/kube\"\nx: kube.#Read & {$params: value: parameter}\nparameter: {...}\n")
+	require.NoError(t, err)
+	err = e.Eval(context.Background(), step, nil, func(v cue.Value) error {
+		return v.LookupPath(cue.ParsePath("x.$returns.value")).Validate(cue.Concrete(true))
+	})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "not supported", "a step's engine runs its actions: no such note")
+}

@@ -96,6 +96,11 @@ type Subject struct {
 	Output *Object
 	// Outputs are the auxiliary objects by output name.
 	Outputs map[string]Object
+	// Workload is, for a trait, its component's main workload: the
+	// trait's status CUE reads it as context.output (KubeVela's context),
+	// but it is not judged as one of the trait's objects. Output, when
+	// set, wins.
+	Workload *Object
 }
 
 // Outcome is the health of a component or trait.
@@ -162,8 +167,11 @@ func Evaluate(ctx context.Context, ev StatusEvaluator, s Subject) (Outcome, erro
 		return Outcome{Result: Result{Reason: ReasonStatusError, Message: err.Error()}}, err
 	}
 	var liveOutput map[string]any
-	if s.Output != nil {
+	switch {
+	case s.Output != nil:
 		liveOutput = s.Output.Live.Object
+	case s.Workload != nil && s.Workload.Live != nil:
+		liveOutput = s.Workload.Live.Object
 	}
 	liveOutputs := make(map[string]map[string]any, len(s.Outputs))
 	for name, o := range s.Outputs {

@@ -115,6 +115,12 @@ func TestEvaluate(t *testing.T) {
 			wantErr: true,
 		},
 		{
+			reason: "a trait's custom status reads its component's workload as context.output, which is not judged",
+			subject: Subject{Workload: live(unreadyDeployment), Parameter: map[string]any{"replicas": int64(1)},
+				Status: &common.Status{CustomStatus: "message: ..."}},
+			want: Outcome{Result: Result{Healthy: true, Reason: ReasonHealthy, Message: "ready replicas: 1"}, Details: map[string]string{"ready": "1"}},
+		},
+		{
 			reason:  "a trait with neither outputs nor status is healthy",
 			subject: Subject{},
 			want:    Outcome{Result: Result{Healthy: true, Reason: ReasonHealthy}},

@@ -169,10 +169,11 @@ func (v *DefinitionValidator) Handle(_ context.Context, req admission.Request) a
 	if def.GetDeletionTimestamp() != nil {
 		return admission.Allowed("being deleted")
 	}
-	if err := ValidateDefinition(v.engine, def); err != nil {
+	warnings, err := CheckDefinition(v.engine, def)
+	if err != nil {
 		return admission.Denied(err.Error())
 	}
-	return admission.Allowed("")
+	return admission.Allowed("").WithWarnings(warnings...)
 }
 
 // ValidateDefinition compiles the CUE of a definition object (its template
@@ -181,12 +182,23 @@ func (v *DefinitionValidator) Handle(_ context.Context, req admission.Request) a
 // position, one per line; nil when all of it compiles. Definitions without
 // a CUE template pass.
 func ValidateDefinition(engine *cuex.Engine, obj client.Object) error {
+	_, err := CheckDefinition(engine, obj)
+	return err
+}
+
+// CheckDefinition is ValidateDefinition that also returns the template's
+// warnings (an import or provider action oamflow does not provide, legacy
+// list arithmetic; see cuex.Template.Warnings), for admission warnings.
+func CheckDefinition(engine *cuex.Engine, obj client.Object) ([]string, error) {
 	kind := definition.KindOf(obj)
 	d := &appfile.Definition{Kind: kind, Name: obj.GetName(), Origin: "admission", Object: obj}
-	var problems []string
+	var problems, warnings []string
 	if text := d.Template(); strings.TrimSpace(text) != "" {
-		if _, err := engine.Compile(d.CUESource(), text); err != nil {
+		t, err := engine.Compile(d.CUESource(), text)
+		if err != nil {
 			problems = append(problems, "spec.schematic.cue.template: "+err.Error())
+		} else {
+			warnings = t.Warnings()
 		}
 	}
 	if st := d.Status(); st != nil {
@@ -204,7 +216,7 @@ func ValidateDefinition(engine *cuex.Engine, obj client.Object) error {
 		}
 	}
 	if len(problems) == 0 {
-		return nil
+		return warnings, nil
 	}
-	return fmt.Errorf("%s %q is invalid:\n  %s", kind, obj.GetName(), strings.Join(problems, "\n  "))
+	return nil, fmt.Errorf("%s %q is invalid:\n  %s", kind, obj.GetName(), strings.Join(problems, "\n  "))
 }

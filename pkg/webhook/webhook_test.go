@@ -6,7 +6,9 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -24,6 +26,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/cuex"
 	"github.com/oamflow/oamflow/pkg/definition"
+	"github.com/oamflow/oamflow/pkg/testing/corpus"
 )
 
 func TestGenerateCertificates(t *testing.T) {
@@ -86,6 +89,39 @@ func TestBuiltinDefinitionsCompile(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Greater(t, n, 20)
+}
+
+// TestKubeVelaDefinitionsAdmitted: KubeVela v1.11's own definitions (the
+// corpus's definitions/) pass the webhook, without warnings.
+func TestKubeVelaDefinitionsAdmitted(t *testing.T) {
+	dir := filepath.Join(corpus.Dir(t), "definitions")
+	engine := cuex.NewEngine()
+	n := 0
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path.Ext(p) != ".cue" {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		f, err := definition.ParseCUE(p, data)
+		require.NoError(t, err, p)
+		obj, err := f.Object("vela-system")
+		require.NoError(t, err, p)
+		warnings, err := CheckDefinition(engine, obj)
+		assert.NoError(t, err, p)
+		assert.Empty(t, warnings, p)
+		n++
+		return nil
+	}))
+	assert.Equal(t, 91, n)
+}
+
+func TestDefinitionWarnings(t *testing.T) {
+	d := &v1beta1.WorkflowStepDefinition{ObjectMeta: metav1.ObjectMeta{Name: "s"}}
+	d.Spec.Schematic = &common.Schematic{CUE: &common.CUE{Template: "import \"vela/gadget\"\nx: gadget.#Do\nparameter: {}\n"}}
+	warnings, err := CheckDefinition(cuex.NewEngine(), d)
+	require.NoError(t, err)
+	assert.Equal(t, []string{`workflow-step "s": imports vela/gadget, which oamflow does not provide: the step fails when it runs (at workflow-step s:1:8)`}, warnings)
 }
 
 func TestValidateDefinition(t *testing.T) {

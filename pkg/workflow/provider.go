@@ -25,6 +25,7 @@ import (
 	wftime "github.com/kubevela/workflow/pkg/providers/time"
 	providertypes "github.com/kubevela/workflow/pkg/providers/types"
 	"github.com/kubevela/workflow/pkg/providers/util"
+	wftypes "github.com/kubevela/workflow/pkg/types"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -109,11 +110,12 @@ type unsupported string
 
 func (u unsupported) Call(ctx context.Context, v cue.Value) (cue.Value, error) {
 	msg := string(u) + " is not supported by oamflow"
-	rt := providertypes.RuntimeParamsFrom(ctx)
-	if rt.Action == nil {
-		return v, errors.New(msg)
+	// (Not RuntimeParamsFrom: outside a workflow run it loads a kubeconfig
+	// and exits the process when there is none.)
+	if act, ok := ctx.Value(providertypes.ActionKey).(wftypes.Action); ok && act != nil {
+		return v, fail(providertypes.RuntimeParams{Action: act}, msg)
 	}
-	return v, fail(rt, msg)
+	return v, errors.New(msg)
 }
 
 // componentParams are the $params of oam.#ApplyComponent and
