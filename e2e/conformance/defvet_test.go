@@ -69,3 +69,31 @@ func TestDefVetCaseDefinitions(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterVersionOn013: deviation (a) on the corpus case that shows it.
+// 013 itself is refused for an unknown step property (deviation (d)); with
+// that property renamed to the field check-metrics declares, oamflow with
+// --cluster-version v1.18 prints exactly what vela prints.
+func TestClusterVersionOn013(t *testing.T) {
+	corpus := corpusDir(t)
+	var c vcase
+	for _, x := range loadCases(t, corpus) {
+		if x.number() == "013" {
+			c = x
+		}
+	}
+	require.NotEmpty(t, c.name, "case 013 is in the corpus")
+	app, err := os.ReadFile(filepath.Join(c.dir, "app.yaml"))
+	require.NoError(t, err)
+	require.Contains(t, string(app), "promAddress:")
+	fixed := filepath.Join(t.TempDir(), "app.yaml")
+	require.NoError(t, os.WriteFile(fixed, []byte(strings.ReplaceAll(string(app), "promAddress:", "metricEndpoint:")), 0o644))
+	c.args = []string{"dry-run", "-f", fixed, "--offline", "-d", filepath.Join(corpus, "definitions")}
+	vela, err := parseOutput(c.expected, nil)
+	require.NoError(t, err)
+	stdout, stderr, err := run(t, corpus, c, "--cluster-version", legacyClusterVersion)
+	res := judge(c, stdout, stderr, err, vela)
+	assert.True(t, res.ok, "%s: %s", res.reason, strings.Join(res.diff, "\n"))
+	stdout, stderr, err = run(t, corpus, c)
+	assert.False(t, judge(c, stdout, stderr, err, vela).ok, "without --cluster-version oamflow renders for a current cluster")
+}
