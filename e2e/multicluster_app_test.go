@@ -310,7 +310,7 @@ func TestMultiClusterApplication(t *testing.T) {
 			}
 			for _, c := range a.Status.Conditions {
 				if c.Type == "Parsed" && c.Status == metav1.ConditionFalse {
-					return strings.Contains(c.Message, `spec.policies[0].properties.clusters[1]: "member-9"`), fmt.Errorf("Parsed: %s", c.Message)
+					return strings.Contains(c.Message, `spec.policies[0].properties.clusters[1]: cluster "member-9" not registered`), fmt.Errorf("Parsed: %s", c.Message)
 				}
 			}
 			return false, fmt.Errorf("phase %q, conditions %+v", a.Status.Phase, a.Status.Conditions)
