@@ -137,4 +137,8 @@ func TestDeploymentHardening(t *testing.T) {
 	args, _, _ := unstructured.NestedStringSlice(ctr, "args")
 	assert.Contains(t, args, "--system-namespace=oamflow-system")
 	assert.Contains(t, args, "--webhook-configuration-name=oamflow-webhook")
+	// The Application budgets, as integers (not 1.048576e+06).
+	assert.Contains(t, args, "--max-components=500")
+	assert.Contains(t, args, "--max-traits-per-component=50")
+	assert.Contains(t, args, "--max-application-bytes=1048576")
 }

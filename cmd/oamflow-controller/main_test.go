@@ -18,6 +18,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/manager"
 	"github.com/oamflow/oamflow/pkg/testing/envtest"
 )
@@ -39,7 +40,12 @@ func TestFlags(t *testing.T) {
 			assert.False(t, o.LeaderElect)
 			assert.Equal(t, 10, o.MaxStepRetries)
 			assert.Equal(t, 10*time.Minute, o.DefaultStepTimeout)
+			assert.Equal(t, appfile.DefaultBudgets(), o.Budgets)
 		}, ""},
+		{"budgets", []string{"--max-components=20", "--max-traits-per-component=3", "--max-application-bytes=4096"}, func(t *testing.T, o manager.Options) {
+			assert.Equal(t, appfile.Budgets{MaxComponents: 20, MaxTraitsPerComponent: 3, MaxApplicationBytes: 4096}, o.Budgets)
+		}, ""},
+		{"negative budget", []string{"--max-components=-1"}, nil, "--max-components must not be negative"},
 		{"overrides", []string{"--concurrent-reconciles=8", "--default-step-timeout=0", "--leader-elect"}, func(t *testing.T, o manager.Options) {
 			assert.Equal(t, 8, o.Concurrency)
 			assert.Zero(t, o.DefaultStepTimeout)
@@ -89,7 +95,7 @@ func TestManagerDeploysAnApplication(t *testing.T) {
 	require.NoError(t, err)
 	port := l.Addr().(*net.TCPAddr).Port
 	require.NoError(t, l.Close())
-	require.NoError(t, fs.Parse([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--concurrent-reconciles=2",
+	require.NoError(t, fs.Parse([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--concurrent-reconciles=2", "--max-components=3",
 		fmt.Sprintf("--webhook-port=%d", port)}))
 	done := make(chan error, 1)
 	go func() { done <- manager.Run(ctx, env.Config, o) }()
@@ -119,6 +125,16 @@ components:
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "settings"}, cm))
 	assert.Equal(t, "fast", cm.Data["mode"])
 	assert.Equal(t, "cfg", cm.Labels[v1beta1.LabelAppName])
+
+	// The webhook refuses an Application over --max-components with the
+	// budget's message.
+	tooMany := &v1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: "too-many", Namespace: "default"}}
+	for i := 0; i < 4; i++ {
+		tooMany.Spec.Components = append(tooMany.Spec.Components, common.ApplicationComponent{Name: fmt.Sprintf("c%d", i), Type: "k8s-objects"})
+	}
+	err = c.Create(ctx, tooMany)
+	require.Error(t, err, "admitted over the component budget")
+	assert.Contains(t, err.Error(), "spec.components: 4 components; the limit is 3 (--max-components)")
 
 	require.NoError(t, c.Delete(ctx, app))
 	require.Eventually(t, func() bool {

@@ -72,3 +72,95 @@ func TestEvaluationTimeoutIsTheApplications(t *testing.T) {
 		require.NoError(t, err, "after attempt %d: nor one with another input", attempt)
 	}
 }
+
+// manyComponents is an Application of n components of type web, each with
+// traits scaler traits.
+func manyComponents(t testing.TB, n, traits int) *v1beta1.Application {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("  components:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "    - {name: c%d, type: web, properties: {image: nginx, port: 80}", i)
+		if traits > 0 {
+			b.WriteString(", traits: [")
+			for j := 0; j < traits; j++ {
+				if j > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString("{type: scaler, properties: {replicas: 1}}")
+			}
+			b.WriteString("]")
+		}
+		b.WriteString("}\n")
+	}
+	return app(t, b.String()+suspendOnly)
+}
+
+func TestValidateBudgets(t *testing.T) {
+	big := manyComponents(t, 1, 0)
+	big.Spec.Components[0].Properties = nil
+	require.NoError(t, yaml.Unmarshal([]byte(`{image: "`+strings.Repeat("x", 2<<20)+`"}`), &big.Spec.Components[0].Properties))
+	cases := []struct {
+		reason  string
+		app     *v1beta1.Application
+		budgets *Budgets
+		errs    []string
+	}{
+		{
+			reason: "within the default budgets",
+			app:    manyComponents(t, 3, 2),
+		},
+		{
+			reason: "2,000 components are refused by the default component budget, naming the flag",
+			app:    manyComponents(t, 2000, 0),
+			errs:   []string{"spec.components: 2000 components; the limit is 500 (--max-components)"},
+		},
+		{
+			reason:  "the budget is the flag's",
+			app:     manyComponents(t, 4, 0),
+			budgets: &Budgets{MaxComponents: 3},
+			errs:    []string{"spec.components: 4 components; the limit is 3 (--max-components)"},
+		},
+		{
+			reason:  "traits per component, each component named",
+			app:     manyComponents(t, 2, 3),
+			budgets: &Budgets{MaxTraitsPerComponent: 2},
+			errs: []string{
+				`spec.components[0].traits: 3 traits; the limit is 2 per component (--max-traits-per-component) (component "c0")`,
+				`spec.components[1].traits: 3 traits; the limit is 2 per component (--max-traits-per-component) (component "c1")`,
+			},
+		},
+		{
+			reason: "the spec's size",
+			app:    big,
+			errs:   []string{"spec: 2097274 bytes; the limit is 1048576 (--max-application-bytes)"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			ctx := context.Background()
+			if tc.budgets != nil {
+				ctx = WithBudgets(ctx, *tc.budgets)
+			}
+			_, _, err := Validate(ctx, tc.app, testSource(t), nil)
+			if tc.errs == nil {
+				require.NoError(t, err)
+				return
+			}
+			assert.Equal(t, tc.errs, validationErrors(t, err))
+		})
+	}
+}
+
+// BenchmarkValidateOverBudget: an Application over the component budget is
+// refused without evaluating any of its components.
+func BenchmarkValidateOverBudget(b *testing.B) {
+	a := manyComponents(b, 2000, 1)
+	src := testSource(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := Validate(context.Background(), a, src, nil); !IsInvalid(err) {
+			b.Fatal(err)
+		}
+	}
+}

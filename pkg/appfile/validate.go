@@ -31,6 +31,9 @@ type FieldErrorer interface {
 // resolved, properties checked against each definition's parameter),
 // resolves the definitions of the steps the workflow runs, and checks the
 // clusters of its topology policies with clusters (nil: not checked).
+// Before any of that it checks app against the Budgets ctx carries
+// (WithBudgets; DefaultBudgets otherwise): an Application over one is
+// refused without reading a definition.
 //
 // Problems that are the Application's come back together, all at once, as
 // one *InvalidError, whose message is the same wherever it is shown.
@@ -39,6 +42,17 @@ type FieldErrorer interface {
 // definition or the cluster registry that cannot be read) is returned as
 // it is: asking again may succeed.
 func Validate(ctx context.Context, app *v1beta1.Application, src DefinitionSource, clusters Clusters) (*AppFile, []string, error) {
+	if app == nil {
+		return nil, nil, errors.New("validate: nil Application")
+	}
+	if over := checkBudgets(app, BudgetsFrom(ctx)); len(over) > 0 {
+		// Refused before any definition is read or evaluated.
+		ns := app.Namespace
+		if ns == "" {
+			ns = "default"
+		}
+		return nil, nil, &InvalidError{App: ns + "/" + app.Name, Errors: over}
+	}
 	af, err := Parse(ctx, app, src)
 	var invalid *InvalidError
 	switch {

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -43,6 +44,8 @@ type dryRunOptions struct {
 	// clusterVersion is --cluster-version: the Kubernetes version templates
 	// see in context.clusterVersion (default: a current cluster).
 	clusterVersion string
+	// budgets are --max-components and the other Application budgets.
+	budgets appfile.Budgets
 }
 
 func newDryRunCommand(g *GlobalOptions) *cobra.Command {
@@ -91,8 +94,19 @@ Exit codes: 0 rendered, 1 invalid input (files, properties, definitions),
 	f.StringArrayVar(&o.clusterLabels, "cluster-labels", nil, "offline cluster for clusterLabelSelector: NAME=KEY=VALUE[,KEY=VALUE]")
 	f.StringVar(&o.clusterVersion, "cluster-version", "", "Kubernetes version the templates render for (context.clusterVersion), e.g. v1.18 (default "+render.DefaultClusterVersion.GitVersion+")")
 	f.StringVar(&o.chartRoot, "chart-root", ".", "folder holding the charts of helm components whose chart.source is a relative path (rendered like helm template)")
+	addBudgetFlags(f, &o.budgets)
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
+}
+
+// addBudgetFlags binds the Application budgets (appfile.Budgets) under the
+// controller's flag names and defaults, so that dry-run and up refuse what
+// the controller and its webhook refuse.
+func addBudgetFlags(f *pflag.FlagSet, b *appfile.Budgets) {
+	d := appfile.DefaultBudgets()
+	f.IntVar(&b.MaxComponents, appfile.FlagMaxComponents, d.MaxComponents, "components one Application may have (as the controller's flag)")
+	f.IntVar(&b.MaxTraitsPerComponent, appfile.FlagMaxTraitsPerComponent, d.MaxTraitsPerComponent, "traits one component may have (as the controller's flag)")
+	f.IntVar(&b.MaxApplicationBytes, appfile.FlagMaxApplicationBytes, d.MaxApplicationBytes, "bytes of an Application's spec as JSON (as the controller's flag)")
 }
 
 // standalonePolicy is a core.oam.dev/v1alpha1 Policy object.
@@ -169,6 +183,7 @@ func (o *dryRunOptions) run(ctx context.Context, out, errOut io.Writer) error {
 		}
 	}
 	ctx = appfile.WithEngine(ctx, cuex.NewEngine())
+	ctx = appfile.WithBudgets(ctx, o.budgets)
 	var docs []doc
 	for _, app := range in.apps {
 		if o.global != nil && o.global.Namespace != "" {

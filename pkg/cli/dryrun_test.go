@@ -176,10 +176,24 @@ func TestDryRunBadInput(t *testing.T) {
 			want:   []string{`trait definition "broken" cannot be used`, "broken.cue:6:11"},
 		},
 		{
-			reason: "huge property values",
+			reason: "huge property values, the spec within its budget",
 			file:   header + "    - {name: web, type: webservice, properties: {image: \"" + strings.Repeat("x", 2<<20) + "\"}}\n",
+			args:   []string{"--max-application-bytes=4194304"},
 			code:   ExitUserError,
 			want:   []string{`spec.components[0].properties: component "webservice": properties are`, "bytes of JSON, over the limit of 1048576"},
+		},
+		{
+			reason: "a spec over its budget is refused before any evaluation",
+			file:   header + "    - {name: web, type: webservice, properties: {image: \"" + strings.Repeat("x", 2<<20) + "\"}}\n",
+			code:   ExitUserError,
+			want:   []string{`application default/a is invalid: spec: 2097229 bytes; the limit is 1048576 (--max-application-bytes)`},
+		},
+		{
+			reason: "components over their budget",
+			file:   header + "    - {name: a, type: webservice, properties: {image: x}}\n    - {name: b, type: webservice, properties: {image: x}}\n",
+			args:   []string{"--max-components=1"},
+			code:   ExitUserError,
+			want:   []string{`spec.components: 2 components; the limit is 1 (--max-components)`},
 		},
 		{
 			reason: "non-ASCII and over-long names",

@@ -45,6 +45,7 @@ type upOptions struct {
 	publishVersion string
 	pollInterval   time.Duration
 	validate       bool
+	budgets        appfile.Budgets
 }
 
 func newUpCommand(g *GlobalOptions) *cobra.Command {
@@ -89,6 +90,7 @@ terminated, the wait timed out, the cluster is unreachable.`,
 	f.DurationVar(&o.pollInterval, "poll-interval", defaultPollInterval, "with --wait, how often to read the Application")
 	_ = f.MarkHidden("poll-interval")
 	f.BoolVar(&o.validate, "validate", true, "check every Application against the cluster's definitions (and those in the files) before applying anything")
+	addBudgetFlags(f, &o.budgets)
 	return cmd
 }
 
@@ -151,7 +153,7 @@ func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) err
 		if reg, err := multicluster.NewRegistry(c, cfg); err == nil {
 			clusters = reg
 		}
-		if err := validateApps(ctx, out, c, clusters, in.apps, defs); err != nil {
+		if err := validateApps(appfile.WithBudgets(ctx, o.budgets), out, c, clusters, in.apps, defs); err != nil {
 			return err
 		}
 	}

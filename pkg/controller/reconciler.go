@@ -61,6 +61,9 @@ type Options struct {
 	// Concurrency bounds parallel reconciles; it also sizes the pool of CUE
 	// engines (0: 1).
 	Concurrency int
+	// Budgets bound each Application (appfile.Budgets; zero: the defaults),
+	// as the webhook's do.
+	Budgets appfile.Budgets
 }
 
 // Option injects a dependency.
@@ -317,6 +320,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	s.engine = <-r.engines
 	defer func() { r.engines <- s.engine }()
 	ctx = appfile.WithEngine(ctx, s.engine)
+	ctx = appfile.WithBudgets(ctx, r.opts.Budgets)
 
 	defer func() {
 		if p := recover(); p != nil {

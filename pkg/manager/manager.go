@@ -67,6 +67,10 @@ type Options struct {
 	ChartRoot string
 	// ChartCacheBytes bounds the in-memory chart cache.
 	ChartCacheBytes int64
+	// Budgets bound each Application, in the controller and the webhook
+	// alike (--max-components, --max-traits-per-component,
+	// --max-application-bytes).
+	Budgets appfile.Budgets
 	// Webhook configures the validating admission webhook (off in
 	// DefaultOptions, on in the oamflow-controller binary).
 	Webhook WebhookOptions
@@ -153,6 +157,7 @@ func DefaultOptions() Options {
 		DefaultStepTimeout:     workflow.DefaultStepTimeout,
 		ChartCacheBytes:        256 << 20,
 		UnhealthyRequeuePeriod: 10 * time.Second,
+		Budgets:                appfile.DefaultBudgets(),
 		Webhook: WebhookOptions{
 			Port:              9443,
 			Registration:      RegisterURL,
@@ -186,6 +191,14 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxStepRetries < 1 {
 		errs = append(errs, fmt.Errorf("--max-step-retries must be at least 1, got %d", o.MaxStepRetries))
+	}
+	for _, b := range []struct {
+		flag string
+		v    int
+	}{{appfile.FlagMaxComponents, o.Budgets.MaxComponents}, {appfile.FlagMaxTraitsPerComponent, o.Budgets.MaxTraitsPerComponent}, {appfile.FlagMaxApplicationBytes, o.Budgets.MaxApplicationBytes}} {
+		if b.v < 0 {
+			errs = append(errs, fmt.Errorf("--%s must not be negative, got %d", b.flag, b.v))
+		}
 	}
 	if o.DefaultStepTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--default-step-timeout must not be negative, got %s", o.DefaultStepTimeout))
@@ -338,6 +351,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			StepTimeout:      o.DefaultStepTimeout,
 			UnhealthyRequeue: o.UnhealthyRequeuePeriod,
 			Concurrency:      o.Concurrency,
+			Budgets:          o.Budgets,
 		},
 		append([]controller.Option{
 			controller.WithClusterClients(clusters),

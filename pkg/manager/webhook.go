@@ -33,7 +33,9 @@ import (
 func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, certs *oamwebhook.CertHolder, sources oamwebhook.SourceFactory, topologies appfile.Clusters, o Options) error {
 	w := o.Webhook
 	srv := mgr.GetWebhookServer()
-	srv.Register(oamwebhook.ApplicationPath, &admission.Webhook{Handler: oamwebhook.NewApplicationValidator(sources, topologies)})
+	apps := oamwebhook.NewApplicationValidator(sources, topologies)
+	apps.Budgets = o.Budgets
+	srv.Register(oamwebhook.ApplicationPath, &admission.Webhook{Handler: apps})
 	srv.Register(oamwebhook.DefinitionPath, &admission.Webhook{Handler: oamwebhook.NewDefinitionValidator()})
 	if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
 		return err

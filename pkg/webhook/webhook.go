@@ -63,7 +63,9 @@ type ApplicationValidator struct {
 	// Topologies, when set, checks the clusters topology policies name,
 	// as the controller's parse phase does (multicluster.Registry).
 	Topologies appfile.Clusters
-	decoder    runtime.Decoder
+	// Budgets bound each Application (appfile.Budgets; zero: the defaults).
+	Budgets appfile.Budgets
+	decoder runtime.Decoder
 }
 
 // NewApplicationValidator returns a validator parsing against sources and
@@ -92,6 +94,7 @@ func (v *ApplicationValidator) Handle(ctx context.Context, req admission.Request
 	if app.Namespace == "" {
 		app.Namespace = req.Namespace
 	}
+	ctx = appfile.WithBudgets(ctx, v.Budgets)
 	var old *v1beta1.Application
 	if req.Operation == admissionv1.Update {
 		if app.DeletionTimestamp != nil {
