@@ -385,3 +385,32 @@ func TestDefApplyMetadata(t *testing.T) {
 	assert.Equal(t, []string{finalizer}, d.Finalizers)
 	assert.Equal(t, ownerRefs, d.OwnerReferences)
 }
+
+// TestDefVetWarnsUnprovided: a step definition using an action or a
+// package oamflow does not provide is valid, with a warning naming it and
+// its file:line:column (running it fails the step with the same words:
+// pkg/workflow TestStepUsingUnprovidedFails).
+func TestDefVetWarnsUnprovided(t *testing.T) {
+	file := writeFile(t, t.TempDir(), "uses-unprovided.cue", `import (
+	"vela/kube"
+	"vela/gadget"
+)
+
+"uses-unprovided": {
+	type:        "workflow-step"
+	description: "Reads with an action oamflow does not know."
+}
+template: {
+	read: kube.#Nope & {$params: value: parameter.value}
+	g: gadget.#Do & {}
+	parameter: value: {...}
+}
+`)
+	out, errOut, code := runOamflow(t, "def", "vet", file)
+	assert.Equal(t, ExitOK, code, "warnings do not make it invalid: %s", errOut)
+	assert.Equal(t, `✓ `+file+`: workflow-step "uses-unprovided"
+    warning: workflow-step "uses-unprovided": uses kube.#Nope, which oamflow's vela/kube does not provide: the step fails when it runs (at `+file+`:11:8)
+    warning: workflow-step "uses-unprovided": imports vela/gadget, which oamflow does not provide: the step fails when it runs (at `+file+`:3:2)
+`, out)
+	assert.Equal(t, "2 warning(s)\n", errOut)
+}

@@ -219,6 +219,9 @@ type Template struct {
 	// warnings are problems that do not stop the template from working
 	// (see Warnings).
 	warnings []string
+	// unprovided are the imports and actions of a workflow step oamflow
+	// does not provide (see Unprovided).
+	unprovided []string
 	// file is the file name the value was built with (positions in
 	// errors of its evaluations carry it).
 	file string
@@ -242,6 +245,13 @@ func (t *Template) Warnings() []string { return append([]string(nil), t.warnings
 // "kube.#Apply"): a workflow step's engine runs them; rendering a
 // component, trait or policy does not (see Eval).
 func (t *Template) Actions() []string { return append([]string(nil), t.actions...) }
+
+// Unprovided says, for each import or provider action of a workflow step
+// that oamflow does not provide, what Warnings says of it without the
+// position ("uses kube.#Nope, which oamflow's vela/kube does not
+// provide"). The step compiles (they are open placeholders) but must fail
+// when it runs, with these words.
+func (t *Template) Unprovided() []string { return append([]string(nil), t.unprovided...) }
 
 // Source returns what the template was compiled from.
 func (t *Template) Source() Source { return t.src }
@@ -302,9 +312,14 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 	if err := refuseSideEffects(src, file); err != nil {
 		return nil, err
 	}
-	imports, warnings, actions, err := e.resolveImportsLocked(src, file)
+	imports, missed, actions, err := e.resolveImportsLocked(src, file)
 	if err != nil {
 		return nil, err
+	}
+	var warnings, unprov []string
+	for _, u := range missed {
+		warnings = append(warnings, u.warning(src))
+		unprov = append(unprov, u.what)
 	}
 	// Building a value evaluates it (with `parameter` and `context` open),
 	// so compiling runs under the time limit too.
@@ -333,7 +348,7 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 		// parameter and context completes; Validate ignores those.)
 		return nil, translate(src, err, "")
 	}
-	t := &Template{src: src, text: text, key: key, gen: e.gen, value: v, imports: imports, labels: topLabels(file), warnings: warnings, file: file.Filename, uses: parameterUses(file), actions: actions}
+	t := &Template{src: src, text: text, key: key, gen: e.gen, value: v, imports: imports, labels: topLabels(file), warnings: warnings, unprovided: unprov, file: file.Filename, uses: parameterUses(file), actions: actions}
 	// A component's check evaluates the whole template with the context
 	// its rendering uses, and the rendering reuses that evaluation; a
 	// trait, policy or step is rendered with another context (or not at

@@ -113,26 +113,20 @@ func providerImports(f *ast.File) []*providerImport {
 // select an action a package lacks: those get open placeholders (`#Foo:
 // _`) so that the rest of the step is still checked, and a warning says
 // so, naming the import or action and its position (the step fails when it
-// runs). Anything else is an error.
+// runs: see Template.Unprovided). Anything else is an error.
 //
 // It also returns the provider actions the template uses ("helm.#Render").
-func (e *Engine) resolveImportsLocked(src Source, f *ast.File) ([]*build.Instance, []string, []string, error) {
+func (e *Engine) resolveImportsLocked(src Source, f *ast.File) ([]*build.Instance, []unprovided, []string, error) {
 	imports := providerImports(f)
 	if len(imports) == 0 {
 		return nil, nil, nil, nil
 	}
 	set := cuepkg.SetFor(src.Kind)
-	at := func(n ast.Node) string {
-		if pos := mapPosition(src, n.Pos()); pos != "" {
-			return " (at " + pos + ")"
-		}
-		return ""
-	}
 	var (
-		served   []*build.Instance
-		warnings []string
-		refused  []string
-		actions  []string
+		served  []*build.Instance
+		missed  []unprovided
+		refused []string
+		actions []string
 	)
 	for _, pi := range imports {
 		pkg, ok := cuepkg.Lookup(set, pi.path)
@@ -141,7 +135,7 @@ func (e *Engine) resolveImportsLocked(src Source, f *ast.File) ([]*build.Instanc
 				refused = append(refused, pi.path)
 				continue
 			}
-			warnings = append(warnings, fmt.Sprintf("%s: imports %s, which oamflow does not provide: the step fails when it runs%s", src, pi.path, at(pi.spec)))
+			missed = append(missed, unprovided{what: fmt.Sprintf("imports %s, which oamflow does not provide", pi.path), pos: mapPosition(src, pi.spec.Pos())})
 			served = append(served, placeholders(pi, "", sortedSelectors(pi.selectors)))
 			continue
 		}
@@ -169,14 +163,33 @@ func (e *Engine) resolveImportsLocked(src Source, f *ast.File) ([]*build.Instanc
 				Positions: nonEmpty(mapPosition(src, pi.selectors[missing[0]].Pos()))}
 		}
 		for _, m := range missing {
-			warnings = append(warnings, fmt.Sprintf("%s: uses %s.%s, which oamflow's %s does not provide: the step fails when it runs%s", src, pi.name, m, pi.path, at(pi.selectors[m])))
+			missed = append(missed, unprovided{what: fmt.Sprintf("uses %s.%s, which oamflow's %s does not provide", pi.name, m, pi.path), pos: mapPosition(src, pi.selectors[m].Pos())})
 		}
 		served = append(served, placeholders(pi, pkg.Template, missing))
 	}
 	if len(refused) > 0 {
 		return nil, nil, nil, &Error{Source: src, Message: refusedImports(src.Kind, set, refused)}
 	}
-	return served, warnings, actions, nil
+	return served, missed, actions, nil
+}
+
+// unprovided is an import or action of a workflow step that oamflow does
+// not provide.
+type unprovided struct {
+	// what says it ("uses kube.#Nope, which oamflow's vela/kube does not
+	// provide"): the warning and the step's failure both say it so.
+	what string
+	// pos is its position, "" when unknown.
+	pos string
+}
+
+// warning is the compile warning of u in src.
+func (u unprovided) warning(src Source) string {
+	w := fmt.Sprintf("%s: %s: the step fails when it runs", src, u.what)
+	if u.pos != "" {
+		w += " (at " + u.pos + ")"
+	}
+	return w
 }
 
 // placeholders builds a package for pi: schema (may be empty) plus an open

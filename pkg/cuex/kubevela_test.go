@@ -18,6 +18,8 @@ func TestKubeVelaTemplatesCompile(t *testing.T) {
 		kind     string
 		text     string
 		warnings []string
+		// unprovided: what Unprovided says.
+		unprovided []string
 	}{
 		{
 			reason: "a step reads $returns of an action (vela/http's schema declares it)",
@@ -72,7 +74,8 @@ parameter: {}
 x: kube.#Nope & {$params: value: parameter}
 parameter: {...}
 `,
-			warnings: []string{`workflow-step "t": uses kube.#Nope, which oamflow's vela/kube does not provide: the step fails when it runs (at workflow-step t:2:4)`},
+			warnings:   []string{`workflow-step "t": uses kube.#Nope, which oamflow's vela/kube does not provide: the step fails when it runs (at workflow-step t:2:4)`},
+			unprovided: []string{`uses kube.#Nope, which oamflow's vela/kube does not provide`},
 		},
 		{
 			reason: "a step importing a package oamflow lacks loads, with a warning",
@@ -81,7 +84,8 @@ parameter: {...}
 x: gadget.#Do & {}
 parameter: {}
 `,
-			warnings: []string{`workflow-step "t": imports vela/gadget, which oamflow does not provide: the step fails when it runs (at workflow-step t:1:8)`},
+			warnings:   []string{`workflow-step "t": imports vela/gadget, which oamflow does not provide: the step fails when it runs (at workflow-step t:1:8)`},
+			unprovided: []string{`imports vela/gadget, which oamflow does not provide`},
 		},
 		{
 			reason: "a component may import vela/helm (KubeVela's helmchart)",
@@ -117,6 +121,7 @@ if len(igList) > 0 {
 			tmpl, err := e.Compile(Source{Kind: tc.kind, Name: "t"}, tc.text)
 			require.NoError(t, err)
 			assert.Equal(t, tc.warnings, nilIfEmpty(tmpl.Warnings()))
+			assert.Equal(t, tc.unprovided, nilIfEmpty(tmpl.Unprovided()), "what the step's failure says")
 		})
 	}
 }

@@ -47,6 +47,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	oamcuex "github.com/oamflow/oamflow/pkg/cuex"
 )
 
 // DefaultStepTimeout is the timeout of steps that set none (not suspend
@@ -161,6 +162,9 @@ type Options struct {
 type Engine struct {
 	client   client.Client
 	compiler *cuex.Compiler
+	// checker compiles step templates as def vet does, to find what they
+	// use that oamflow does not provide (unprovided.go).
+	checker  *oamcuex.Engine
 	opts     Options
 	failures *failureCounts
 }
@@ -175,7 +179,7 @@ func NewEngine(c client.Client, opts Options) (*Engine, error) {
 	if opts.MaxStepRetries <= 0 {
 		opts.MaxStepRetries = defaultMaxStepRetries()
 	}
-	return &Engine{client: c, compiler: comp, opts: opts, failures: &failureCounts{byApp: map[string]map[string]int{}}}, nil
+	return &Engine{client: c, compiler: comp, checker: oamcuex.NewEngine(), opts: opts, failures: &failureCounts{byApp: map[string]map[string]int{}}}, nil
 }
 
 // Options returns the options the Engine was built with.
@@ -318,9 +322,10 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 		PublishVersion: app.Annotations[v1beta1.AnnoPublishVersion],
 		CustomData:     run.Context,
 	})
+	templates := loader{src: run.Templates, builtins: e.opts.Builtins}
 	runners, err := generator.GenerateRunners(mctx, instance, wftypes.StepGeneratorOptions{
 		ProcessCtx:     pctx,
-		TemplateLoader: loader{src: run.Templates, builtins: e.opts.Builtins},
+		TemplateLoader: templates,
 		Compiler:       e.compiler,
 		LogLevel:       1,
 	})
@@ -333,6 +338,7 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 	}
 	// Steps whose dependency failed are skipped, saying which (skip.go).
 	g := newGuard(run.Plan)
+	g.unprovided = e.unprovided(ctx, run.Plan, templates)
 	runners = g.wrap(runners)
 	// The library skips a pass when the status has fewer steps than its
 	// last pass saw (a stale read). Here a stale read cannot be stored (the

@@ -44,6 +44,9 @@ type guard struct {
 	steps map[string]stepDeps
 	// outputs maps each step output name to the steps producing it.
 	outputs map[string][]string
+	// unprovided are the steps that fail without running, by name
+	// (unprovided.go).
+	unprovided map[string]unprovidedStep
 }
 
 func newGuard(p Plan) *guard {
@@ -185,6 +188,10 @@ func (r guardedRunner) Pending(ctx monitorContext.Context, wfCtx wfContext.Conte
 func (r guardedRunner) Run(wfCtx wfContext.Context, opts *wftypes.TaskRunOptions) (wfv1alpha1.StepStatus, *wftypes.Operation, error) {
 	if why, blocked := r.g.blocked(r.Name(), opts.StepStatus); blocked {
 		return skip(r.Name(), why, opts.StepStatus), &wftypes.Operation{Skip: true}, nil
+	}
+	if u, ok := r.g.unprovided[r.Name()]; ok {
+		st, op := u.fail(r.Name(), opts.StepStatus)
+		return st, op, nil
 	}
 	if opts.Engine != nil {
 		opts.Engine = guardedEngine{Engine: opts.Engine, g: r.g}
