@@ -320,6 +320,44 @@ func TestMultiClusterApplication(t *testing.T) {
 		}
 		require.NoError(t, hubClient.Delete(ctx, lost))
 	})
+
+	// An empty clusterLabelSelector selects every cluster, whatever its
+	// labels, the hub included, as in KubeVela (issue 15).
+	t.Run("EmptySelectorDeploysToHubAndAllMembers", func(t *testing.T) {
+		everywhere := &v1beta1.Application{}
+		require.NoError(t, yaml.Unmarshal([]byte(`
+apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata: {name: everywhere, namespace: default}
+spec:
+  components:
+    - name: cfg
+      type: k8s-objects
+      properties:
+        objects:
+          - {apiVersion: v1, kind: ConfigMap, metadata: {name: everywhere-cfg}, data: {a: b}}
+  policies:
+    - name: all
+      type: topology
+      properties: {clusterLabelSelector: {}}
+`), everywhere))
+		key := client.ObjectKeyFromObject(everywhere)
+		require.NoError(t, hubClient.Create(ctx, everywhere))
+		mcWaitRunning(t, hubClient, key, 3*time.Minute)
+		require.Len(t, env.Clusters, 3)
+		for _, c := range env.Clusters {
+			assert.NoError(t, c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "everywhere-cfg"}, &corev1.ConfigMap{}), "deployed to %s", c.Name)
+		}
+		require.NoError(t, hubClient.Delete(ctx, everywhere))
+		framework.WaitFor(t, 3*time.Minute, "everywhere-cfg is gone from every cluster", func(ctx context.Context) (bool, error) {
+			for _, c := range env.Clusters {
+				if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "everywhere-cfg"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+					return false, fmt.Errorf("%s: %v", c.Name, err)
+				}
+			}
+			return true, nil
+		})
+	})
 }
 
 // mcModuleRoot is the repository root (e2e/..).

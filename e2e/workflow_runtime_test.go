@@ -81,36 +81,32 @@ func wrConfigMap(component, name string) string {
 
 // wrEnv is what the sub-tests of TestWorkflowRuntime share.
 type wrEnv struct {
-	env    *framework.Env
-	hub    *framework.Cluster
-	member *framework.Cluster
-	oam    client.Client
+	env *framework.Env
+	hub *framework.Cluster
+	oam client.Client
 }
 
 // TestWorkflowRuntime is the acceptance test of issue 15's engine items on
-// a hub and one member with the in-process controller: side effects once,
+// one cluster with the in-process controller: side effects once (and a
+// workflow-only Application of KubeVela's request and webhook steps),
 // resume of a timed suspend in a step group, a failed dependency skips its
-// dependent, the orphan-resource finalizer, and the empty cluster
-// selector.
+// dependent, and the orphan-resource finalizer. The empty cluster selector
+// is asserted on a hub and two members by TestMultiClusterApplication.
 func TestWorkflowRuntime(t *testing.T) {
-	env := framework.Start(t, 2)
+	env := framework.Start(t, 1)
 	hub := env.Cluster(t, "local")
-	member := env.Cluster(t, "member-1")
-	_, err := framework.Oamflow(t, hub.Kubeconfig, "cluster", "join", member.Kubeconfig, "--name", "member-1", "--labels", "region=east")
-	require.NoError(t, err)
 	framework.StartController(t, hub)
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
 	require.NoError(t, v1beta1.AddToScheme(s))
 	oam, err := client.New(hub.Config, client.Options{Scheme: s})
 	require.NoError(t, err)
-	x := &wrEnv{env: env, hub: hub, member: member, oam: oam}
+	x := &wrEnv{env: env, hub: hub, oam: oam}
 
 	t.Run("SideEffectsOnce", x.sideEffectsOnce)
 	t.Run("ResumeTimedSuspendInGroup", x.resumeTimedSuspend)
 	t.Run("FailedDependencySkipsDependent", x.failedDependency)
 	t.Run("OrphanDelete", x.orphanDelete)
-	t.Run("EmptySelectorIncludesHub", x.emptySelector)
 }
 
 // create creates the Application of yaml text.
@@ -261,7 +257,7 @@ spec:
 
 	// KubeVela's own request and webhook definitions, installed as a
 	// KubeVela user would, against the same server, in a workflow-only
-	// run: once each, and the run succeeds.
+	// Application (components: []): once each, and it runs.
 	_, err = framework.Oamflow(t, x.hub.Kubeconfig, "def", "apply", corpus.StepDefinition(t, "request"), corpus.StepDefinition(t, "webhook"))
 	require.NoError(t, err)
 	calls.Store(0)
@@ -270,7 +266,7 @@ apiVersion: core.oam.dev/v1beta1
 kind: Application
 metadata: {name: kubevela-steps, namespace: default}
 spec:
-  components:`+wrConfigMap("unused", "kubevela-steps-unused")+`
+  components: []
   workflow:
     steps:
       - name: ask
@@ -293,6 +289,9 @@ spec:
 	})
 	assert.Equal(t, wfv1alpha1.WorkflowStateSucceeded, a.Status.Workflow.Status, "%s", mcWorkflowSummary(a))
 	assert.Equal(t, int32(2), calls.Load(), "one call for request, one for webhook")
+	a = x.waitApp(t, key, time.Minute, "running", func(a *v1beta1.Application) bool { return a.Status.Phase == common.ApplicationRunning })
+	assert.Empty(t, a.Spec.Components, "a workflow-only Application")
+	assert.Empty(t, a.Status.Services, "no components, no services")
 }
 
 func (x *wrEnv) resumeTimedSuspend(t *testing.T) {
@@ -388,24 +387,4 @@ spec:
 	rts := &v1beta1.ResourceTrackerList{}
 	require.NoError(t, x.oam.List(ctx, rts, client.MatchingLabels{v1beta1.LabelAppName: "orphans"}))
 	assert.Empty(t, rts.Items)
-}
-
-func (x *wrEnv) emptySelector(t *testing.T) {
-	ctx := context.Background()
-	key := x.create(t, `
-apiVersion: core.oam.dev/v1beta1
-kind: Application
-metadata: {name: everywhere, namespace: default}
-spec:
-  components:`+wrConfigMap("cfg", "everywhere-cfg")+`
-  policies:
-    - name: all
-      type: topology
-      properties: {clusterLabelSelector: {}}
-`)
-	x.waitApp(t, key, 3*time.Minute, "running", func(a *v1beta1.Application) bool { return a.Status.Phase == common.ApplicationRunning })
-	for _, c := range []*framework.Cluster{x.hub, x.member} {
-		cm := &corev1.ConfigMap{}
-		assert.NoError(t, c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "everywhere-cfg"}, cm), "deployed to %s", c.Name)
-	}
 }
