@@ -6,16 +6,20 @@ import (
 	"fmt"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/health"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
+	"github.com/oamflow/oamflow/pkg/tenancy"
 	"github.com/oamflow/oamflow/pkg/workflow"
 )
 
@@ -36,7 +40,15 @@ type appDeployer struct {
 	// prerendered holds the render phase's results for the run's first
 	// pass (nil: none).
 	prerendered *renderCache
+	// app and recorder report refusals of the Application's identity as
+	// Warning Events (nil recorder: none).
+	app      *v1beta1.Application
+	recorder record.EventRecorder
 }
+
+// ReasonAccessDenied is the Warning Event reason of a write the
+// Application's identity or scope does not allow.
+const ReasonAccessDenied = "AccessDenied"
 
 // renderCache holds components rendered by the render phase with their
 // own properties for the hub and the Application's namespace; each is
@@ -178,11 +190,21 @@ func (d *appDeployer) Render(ctx context.Context, req workflow.ComponentRequest)
 	return res, nil
 }
 
+// Apply applies through the Keeper. Objects owned by someone else,
+// missing read-only objects, and what the Application's identity or scope
+// does not allow (package tenancy: nothing of the call was written) fail
+// the step at once; a refusal is also a Warning Event on the Application.
 func (d *appDeployer) Apply(ctx context.Context, cluster string, objs []*unstructured.Unstructured) error {
 	err := d.keeper.Apply(ctx, cluster, objs)
 	var own *resourcekeeper.OwnershipError
 	var ro *resourcekeeper.ReadOnlyMissingError
-	if errors.As(err, &own) || errors.As(err, &ro) {
+	switch {
+	case tenancy.IsRefusal(err):
+		if d.recorder != nil && d.app != nil {
+			d.recorder.Event(d.app, corev1.EventTypeWarning, ReasonAccessDenied, err.Error())
+		}
+		return workflow.Terminal(err)
+	case errors.As(err, &own) || errors.As(err, &ro):
 		return workflow.Terminal(err)
 	}
 	return err

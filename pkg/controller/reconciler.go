@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,6 +42,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/revision"
+	"github.com/oamflow/oamflow/pkg/tenancy"
 	"github.com/oamflow/oamflow/pkg/workflow"
 )
 
@@ -64,6 +66,10 @@ type Options struct {
 	// Budgets bound each Application (appfile.Budgets; zero: the defaults),
 	// as the webhook's do.
 	Budgets appfile.Budgets
+	// Tenancy says who the controller acts as for each Application and
+	// where it may act (package tenancy); the zero value is single-tenant
+	// mode, as before tenancy existed.
+	Tenancy tenancy.Config
 }
 
 // Option injects a dependency.
@@ -184,7 +190,7 @@ func New(c, direct client.Client, recorder record.EventRecorder, wf WorkflowRunn
 	if r.keepers == nil {
 		clients, releases := r.clients, r.releases
 		r.keepers = KeeperFactoryFn(func(app *v1beta1.Application, n int64, p resourcekeeper.Policies) (Keeper, error) {
-			return resourcekeeper.New(app, n, resourcekeeper.Options{Clients: clients, Policies: p, Releases: releases})
+			return resourcekeeper.New(app, n, resourcekeeper.Options{Clients: clients, Trackers: direct, Policies: p, Releases: releases})
 		})
 	}
 	if r.health == nil {
@@ -249,6 +255,11 @@ type scope struct {
 	log    logr.Logger
 	engine *cuex.Engine
 
+	// tenant is who acts for the Application and where (Reconcile);
+	// tenantErr says why there is none (an invalid annotation).
+	tenant    tenancy.Tenant
+	tenantErr error
+
 	// restart: the user asked to restart the workflow (prepare).
 	restart bool
 
@@ -308,11 +319,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.client.Get(ctx, req.NamespacedName, app); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// Every read and write made for the Application from here on acts as
+	// its identity, within its scope (package tenancy).
+	tenant, tenantErr := r.opts.Tenancy.TenantOf(app)
+	if tenantErr == nil {
+		ctx = tenancy.WithTenant(ctx, tenant)
+	}
 	if !app.DeletionTimestamp.IsZero() {
+		if tenantErr != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting the resources of %s/%s: %w", app.Namespace, app.Name, tenantErr)
+		}
 		return r.reconcileDelete(ctx, app)
 	}
 	start := time.Now()
-	s := &scope{app: app, log: log}
+	s := &scope{app: app, log: log, tenant: tenant, tenantErr: tenantErr}
 	if err := r.prepare(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -361,6 +381,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		{"parse", r.parse},
 		{"revision", r.revision},
 		{"policy", r.policy},
+		{"identity", r.identity},
 		{"render", r.render},
 		{"workflow", r.runWorkflow},
 		{"health", r.checkHealth},
@@ -532,6 +553,43 @@ func (r *Reconciler) policy(_ context.Context, s *scope) error {
 	return nil
 }
 
+// identity records who acts for the Application (the Identity
+// condition). An annotation that names no ServiceAccount stops the
+// reconcile; so does, when a workflow run starts, a ServiceAccount that
+// does not exist (checked as the ServiceAccount itself: when it may not
+// read ServiceAccounts the run goes on, and its first request says what
+// it may not do). Nothing is deployed then; the check is repeated every
+// 30 s and on every change.
+func (r *Reconciler) identity(ctx context.Context, s *scope) error {
+	app := s.app
+	if s.tenantErr != nil {
+		err := &userError{err: s.tenantErr}
+		setIdentityCondition(app, tenancy.Identity{}, ReasonInvalidIdentity, err)
+		return err
+	}
+	id := s.tenant.Identity
+	if !id.IsController() && s.startsRun() {
+		c, err := r.clients.Client(ctx, "")
+		if err != nil {
+			return err
+		}
+		err = c.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, &corev1.ServiceAccount{})
+		switch {
+		case apierrors.IsNotFound(err):
+			uerr := &userError{err: fmt.Errorf("ServiceAccount %s/%s does not exist: nothing is deployed until it does (%s)", id.Namespace, id.Name, id.Describe())}
+			setIdentityCondition(app, id, ReasonServiceAccountNotFound, uerr)
+			s.requeueAfter(30 * time.Second)
+			return uerr
+		case err != nil && !apierrors.IsForbidden(err):
+			return fmt.Errorf("reading ServiceAccount %s/%s: %w", id.Namespace, id.Name, err)
+		case err != nil:
+			s.log.V(1).Info("the Application's ServiceAccount may not read itself; not checking it exists", "serviceAccount", id.Namespace+"/"+id.Name)
+		}
+	}
+	setIdentityCondition(app, id, "", nil)
+	return nil
+}
+
 // render checks, when a run starts (or Render is not yet True), that
 // every component renders with its own properties for the hub before
 // anything is applied: a template failing at run time ends the run as
@@ -650,7 +708,7 @@ func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) error {
 
 func (r *Reconciler) deployer(s *scope) *appDeployer {
 	return &appDeployer{af: s.af, revision: s.rev.Name, renderer: r.renderer, keeper: s.keeper, health: r.health,
-		resolver: r.resolver, clients: r.clients, prerendered: s.prerendered}
+		resolver: r.resolver, clients: r.clients, prerendered: s.prerendered, app: s.app, recorder: r.recorder}
 }
 
 // startsRun reports whether this reconcile starts a new workflow run: the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/tenancy"
 	"github.com/oamflow/oamflow/pkg/workflow"
 )
 
@@ -24,6 +25,9 @@ const (
 	ConditionRender   = "Render"
 	ConditionWorkflow = "Workflow"
 	ConditionReady    = "Ready"
+	// ConditionIdentity says who the controller acts as for the
+	// Application (package tenancy); False: nothing is deployed.
+	ConditionIdentity = "Identity"
 )
 
 // Condition reasons (CamelCase, stable). Reasons starting with "Invalid"
@@ -36,6 +40,14 @@ const (
 	ReasonRevisionCreated   = "RevisionCreated"
 	ReasonRevisionUnchanged = "RevisionUnchanged"
 	ReasonRevisionError     = "RevisionError"
+
+	// Identity reasons: acting as a ServiceAccount or as the controller
+	// (single-tenant mode); the annotation does not name a ServiceAccount,
+	// or the ServiceAccount does not exist (both the user's to fix).
+	ReasonServiceAccount         = "ServiceAccount"
+	ReasonSingleTenant           = "SingleTenant"
+	ReasonInvalidIdentity        = "InvalidIdentity"
+	ReasonServiceAccountNotFound = "ServiceAccountNotFound"
 
 	ReasonPoliciesReady = "PoliciesReady"
 	ReasonInvalidPolicy = "InvalidPolicy"
@@ -138,6 +150,29 @@ func setPolicyCondition(app *v1beta1.Application, policies int, err error) {
 	}
 }
 
+// setIdentityCondition records who the controller acts as for the
+// Application (id.Describe()), or why it acts as no one: err is a
+// *userError, its reason one of ReasonInvalidIdentity and
+// ReasonServiceAccountNotFound.
+func setIdentityCondition(app *v1beta1.Application, id tenancy.Identity, reason string, err error) {
+	switch {
+	case err != nil:
+		setCondition(app, ConditionIdentity, false, reason, err.Error())
+	case id.IsController():
+		setCondition(app, ConditionIdentity, true, ReasonSingleTenant, id.Describe())
+	default:
+		setCondition(app, ConditionIdentity, true, ReasonServiceAccount, id.Describe())
+	}
+}
+
+// identityRefused returns the Identity condition when it is False.
+func identityRefused(app *v1beta1.Application) *metav1.Condition {
+	if c := meta.FindStatusCondition(app.Status.Conditions, ConditionIdentity); c != nil && c.Status != metav1.ConditionTrue {
+		return c
+	}
+	return nil
+}
+
 // setRenderCondition records the render phase: how many components were
 // rendered and how many wait for workflow inputs (rendered by their
 // step), or the component that failed (always the user's: a template
@@ -232,6 +267,10 @@ type readyInput struct {
 // succeeded and every service is healthy; otherwise False with the reason
 // of the first phase that is not done.
 func setReadyCondition(app *v1beta1.Application, in readyInput) {
+	if c := identityRefused(app); c != nil {
+		setCondition(app, ConditionReady, false, c.Reason, c.Message)
+		return
+	}
 	for _, typ := range phaseConditions() {
 		c := meta.FindStatusCondition(app.Status.Conditions, typ)
 		if c == nil {
@@ -297,6 +336,9 @@ func computePhase(app *v1beta1.Application) common.ApplicationPhase {
 		return common.ApplicationDeleting
 	}
 	cond := func(t string) *metav1.Condition { return meta.FindStatusCondition(app.Status.Conditions, t) }
+	if identityRefused(app) != nil {
+		return common.ApplicationWorkflowFailed
+	}
 	parsed := cond(ConditionParsed)
 	if parsed == nil {
 		return common.ApplicationStarting
@@ -353,7 +395,7 @@ func phaseEvent(app *v1beta1.Application, phase common.ApplicationPhase) (eventT
 	}
 	reason = phaseReason(phase)
 	msg = fmt.Sprintf("phase %s", phase)
-	for _, typ := range append(phaseConditions(), ConditionReady) {
+	for _, typ := range append([]string{ConditionIdentity}, append(phaseConditions(), ConditionReady)...) {
 		c := meta.FindStatusCondition(app.Status.Conditions, typ)
 		if c != nil && c.Status != metav1.ConditionTrue {
 			return eventType, reason, msg + ": " + c.Message

@@ -27,6 +27,9 @@ const (
 	ActionRolledBack  Action = "RolledBack"
 	ActionUninstalled Action = "Uninstalled"
 	ActionNotFound    Action = "NotFound"
+	// ActionNotOwned: the release belongs to another Application (or to
+	// none) and was left alone.
+	ActionNotOwned Action = "NotOwned"
 	// ActionPending: another operation holds the release and its grace
 	// period has not passed; Result.RetryAfter says when to look again.
 	ActionPending Action = "Pending"
@@ -124,6 +127,57 @@ func last(cfg *action.Configuration, name string) (*release.Release, error) {
 	return r, nil
 }
 
+// releaseLabels are the custom labels of a revision made for req: the
+// desired-state digest and, with an owner, the owning Application.
+func releaseLabels(req Request, d *desired) map[string]string {
+	l := map[string]string{LabelDigest: d.Digest}
+	if o := req.Owner; o != nil && !o.IsZero() {
+		l[LabelOwnerName], l[LabelOwnerNamespace] = o.Name, o.Namespace
+	}
+	return l
+}
+
+// ReleaseOwner is who a release belongs to (Client.Owner).
+type ReleaseOwner struct {
+	// Exists is false when there is no release of that name.
+	Exists bool
+	// Owner is the Application recorded on the release's newest revision;
+	// zero when none is.
+	Owner Owner
+	// Oamflow reports that oamflow made the newest revision (it carries
+	// LabelDigest): with a zero Owner, a release installed before releases
+	// recorded their owner.
+	Oamflow bool
+	Release ReleaseInfo
+}
+
+// Owner reads who owns release name in namespace on cluster.
+func (c *Client) Owner(ctx context.Context, cluster, namespace, name string) (ReleaseOwner, error) {
+	cfg, err := c.config(ctx, cluster, namespace)
+	if err != nil {
+		return ReleaseOwner{}, err
+	}
+	cur, err := last(cfg, name)
+	if err != nil || cur == nil {
+		return ReleaseOwner{}, err
+	}
+	return ReleaseOwner{Exists: true, Owner: helmspec.OwnerOf(cur.Labels), Oamflow: cur.Labels[LabelDigest] != "", Release: infoOf(cur)}, nil
+}
+
+// checkOwner refuses cur (a release's newest revision, or nil) when req
+// names an owner and cur records another Application. A release that
+// records none is left to the caller's judgement (the resource keeper
+// adopts one only under a take-over rule).
+func checkOwner(req Request, cur *release.Release) error {
+	if req.Owner == nil || cur == nil {
+		return nil
+	}
+	if o := helmspec.OwnerOf(cur.Labels); !o.IsZero() && o != *req.Owner {
+		return &NotOwnedError{Namespace: cur.Namespace, Name: cur.Name, Owner: o}
+	}
+	return nil
+}
+
 // Install installs req's release; it fails if the release exists.
 func (c *Client) Install(ctx context.Context, req Request) (Result, error) {
 	d, err := c.prepare(ctx, req)
@@ -150,7 +204,7 @@ func (c *Client) install(ctx context.Context, cfg *action.Configuration, req Req
 	in.SkipCRDs = s.Options.EffectiveSkipCRDs()
 	in.DisableHooks = s.Options.SkipHooks
 	in.Replace = replace
-	in.Labels = map[string]string{LabelDigest: d.Digest}
+	in.Labels = releaseLabels(req, d)
 	var rel *release.Release
 	err := helmspec.Safely("helm install", func() error {
 		var ierr error
@@ -186,6 +240,13 @@ func (c *Client) Upgrade(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	cur, err := last(cfg, req.Spec.Release.Name)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := checkOwner(req, cur); err != nil {
+		return Result{Release: infoOf(cur)}, err
+	}
 	return c.upgrade(ctx, cfg, req, d)
 }
 
@@ -206,7 +267,7 @@ func (c *Client) upgrade(ctx context.Context, cfg *action.Configuration, req Req
 	// The values are always complete: never let Helm reuse the old ones
 	// (it does when the new values are empty and neither flag is set).
 	up.ResetValues = true
-	up.Labels = map[string]string{LabelDigest: d.Digest}
+	up.Labels = releaseLabels(req, d)
 	var rel *release.Release
 	err := helmspec.Safely("helm upgrade", func() error {
 		var uerr error
@@ -247,6 +308,9 @@ func (c *Client) Ensure(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if err := checkOwner(req, cur); err != nil {
+		return Result{Release: infoOf(cur)}, err
+	}
 	var recovery string
 	if cur != nil && cur.Info.Status.IsPending() {
 		grace := c.grace
@@ -275,6 +339,14 @@ func (c *Client) Ensure(ctx context.Context, req Request) (Result, error) {
 		res, err = c.install(ctx, cfg, req, d, true)
 	case cur.Info.Status == release.StatusDeployed && cur.Labels[LabelDigest] == d.Digest:
 		res = Result{Action: ActionUnchanged, Release: infoOf(cur)}
+		if o := req.Owner; o != nil && !o.IsZero() && helmspec.OwnerOf(cur.Labels) != *o {
+			// Adopted as it is: record the owner on the current revision
+			// (no new revision, nothing redeployed).
+			cur.Labels = releaseLabels(req, d)
+			if err := cfg.Releases.Update(cur); err != nil {
+				return Result{Release: infoOf(cur)}, fmt.Errorf("recording the owner of release %s/%s: %w", cur.Namespace, cur.Name, err)
+			}
+		}
 	default:
 		failed := cur.Info.Status == release.StatusFailed && recovery == ""
 		if failed {
@@ -345,6 +417,19 @@ func (c *Client) Rollback(ctx context.Context, cluster, namespace, name string, 
 // Uninstall removes release name from namespace with its history; a
 // missing release gives ActionNotFound and no error.
 func (c *Client) Uninstall(ctx context.Context, cluster, namespace, name string, opts Options) (Result, error) {
+	return c.uninstall(ctx, cluster, namespace, name, nil, opts)
+}
+
+// UninstallOwned is Uninstall of a release owner owns: one recording
+// another Application, or none and not made by oamflow, is left installed
+// (ActionNotOwned with a *NotOwnedError). A release oamflow installed
+// before releases recorded their owner (LabelDigest, no owner) counts as
+// the caller's: callers uninstall only releases they track.
+func (c *Client) UninstallOwned(ctx context.Context, cluster, namespace, name string, owner Owner, opts Options) (Result, error) {
+	return c.uninstall(ctx, cluster, namespace, name, &owner, opts)
+}
+
+func (c *Client) uninstall(ctx context.Context, cluster, namespace, name string, owner *Owner, opts Options) (Result, error) {
 	cfg, err := c.config(ctx, cluster, namespace)
 	if err != nil {
 		return Result{}, err
@@ -355,6 +440,13 @@ func (c *Client) Uninstall(ctx context.Context, cluster, namespace, name string,
 	}
 	if cur == nil {
 		return Result{Action: ActionNotFound, Release: ReleaseInfo{Name: name, Namespace: namespace}}, nil
+	}
+	if owner != nil {
+		o := helmspec.OwnerOf(cur.Labels)
+		legacy := o.IsZero() && cur.Labels[LabelDigest] != ""
+		if o != *owner && !legacy {
+			return Result{Action: ActionNotOwned, Release: infoOf(cur)}, &NotOwnedError{Namespace: namespace, Name: name, Owner: o}
+		}
 	}
 	un := action.NewUninstall(cfg)
 	un.Timeout = opts.EffectiveTimeout()

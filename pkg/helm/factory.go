@@ -122,21 +122,33 @@ func (f *factory) For(ctx context.Context, cluster, namespace string) (*action.C
 	return cfg, nil
 }
 
+// getter returns the REST getter of cluster for the config the RESTConfigs
+// give in ctx: one per cluster and impersonated user (the controller's
+// RESTConfigs impersonate the Application's identity), sharing the
+// cluster's discovery cache (kinds do not depend on the user).
 func (f *factory) getter(ctx context.Context, cluster string) (*restGetter, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if g, ok := f.getters[cluster]; ok {
-		return g, nil
-	}
 	rc, err := f.configs.RESTConfig(ctx, cluster)
 	if err != nil {
 		return nil, fmt.Errorf("rest config of cluster %q: %w", cluster, err)
 	}
-	g, err := newRESTGetter(rc)
-	if err != nil {
-		return nil, fmt.Errorf("clients of cluster %q: %w", cluster, err)
+	key := cluster + "\x00" + rc.Impersonate.UserName
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if g, ok := f.getters[key]; ok {
+		return g, nil
 	}
-	f.getters[cluster] = g
+	var g *restGetter
+	if base, ok := f.getters[cluster]; ok {
+		g = &restGetter{config: rest.CopyConfig(rc), discovery: base.discovery, mapper: base.mapper}
+	} else {
+		if g, err = newRESTGetter(rc); err != nil {
+			return nil, fmt.Errorf("clients of cluster %q: %w", cluster, err)
+		}
+		// The cluster's first getter lends its discovery cache to the
+		// getters of other users.
+		f.getters[cluster] = g
+	}
+	f.getters[key] = g
 	return g, nil
 }
 

@@ -21,11 +21,16 @@ const (
 	APIVersion  = helmspec.APIVersion
 	Kind        = helmspec.Kind
 	LabelDigest = helmspec.LabelDigest
+	// LabelOwnerName and LabelOwnerNamespace: see helmspec.
+	LabelOwnerName      = helmspec.LabelOwnerName
+	LabelOwnerNamespace = helmspec.LabelOwnerNamespace
 )
 
 // Spec types: see helmspec.
 type (
 	Spec               = helmspec.Spec
+	Owner              = helmspec.Owner
+	NotOwnedError      = helmspec.NotOwnedError
 	ChartSpec          = helmspec.ChartSpec
 	ChartAuth          = helmspec.ChartAuth
 	SecretRef          = helmspec.SecretRef

@@ -37,6 +37,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/revision"
+	"github.com/oamflow/oamflow/pkg/tenancy"
 	oamwebhook "github.com/oamflow/oamflow/pkg/webhook"
 	"github.com/oamflow/oamflow/pkg/workflow"
 )
@@ -74,6 +75,9 @@ type Options struct {
 	// Webhook configures the validating admission webhook (off in
 	// DefaultOptions, on in the oamflow-controller binary).
 	Webhook WebhookOptions
+	// Tenancy: who the controller acts as for Applications, and where they
+	// may act (--default-service-account, --allow-cross-namespace-resources).
+	Tenancy tenancy.Config
 	// ControllerOptions are applied after the manager's own options to
 	// the Application controller (controller.New): a seam for tests and
 	// embedders, not a flag.
@@ -203,6 +207,9 @@ func (o *Options) Validate() error {
 	if o.DefaultStepTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--default-step-timeout must not be negative, got %s", o.DefaultStepTimeout))
 	}
+	if err := o.Tenancy.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if w := o.Webhook; w.Enabled {
 		if w.Port < 1 || w.Port > 65535 {
 			errs = append(errs, fmt.Errorf("--webhook-port must be a port number, got %d", w.Port))
@@ -326,11 +333,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if o.ChartRoot != "" {
 		fetchOpts = append(fetchOpts, helm.WithChartRoot(o.ChartRoot))
 	}
-	helmConfigs := helm.RESTConfigsFn(func(ctx context.Context, cluster string) (*rest.Config, error) {
-		_, c, err := clusters.Clients(ctx, cluster)
-		return c, err
-	})
-	helmClient := helm.NewClient(helm.NewFactory(helmConfigs), helm.NewFetcher(direct, fetchOpts...), direct)
+	// What the controller does for an Application — applies, deletes,
+	// reads, Helm actions, workflow providers — goes through clients
+	// acting as the Application's identity within its scope (package
+	// tenancy; the Tenant travels in the reconcile's context). Its own
+	// objects (trackers, revisions, workflow contexts, status) use direct.
+	appClients := tenancy.NewClients(clusters)
+	helmClient := helm.NewClient(helm.NewFactory(appClients), helm.NewFetcher(appClients.HubReader(), fetchOpts...), appClients.HubReader())
 	// Metrics: controller-runtime's registry (served at /metrics); the
 	// Application phase gauge counts from the manager's cache.
 	rec, err := metrics.New(ctrlmetrics.Registry, mgr.GetClient())
@@ -339,7 +348,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	timed := timedHelm{Client: helmClient, rec: rec}
 	// Workflow steps serve vela/helm (helm-install) with the same client.
-	engine, err := workflow.NewEngine(direct, workflow.Options{DefaultStepTimeout: o.DefaultStepTimeout, MaxStepRetries: o.MaxStepRetries, Builtins: steps, Helm: timed})
+	engine, err := workflow.NewEngine(direct, workflow.Options{DefaultStepTimeout: o.DefaultStepTimeout, MaxStepRetries: o.MaxStepRetries, Builtins: steps, Helm: timed,
+		Clients: appClients})
 	if err != nil {
 		return fmt.Errorf("building the workflow engine: %w", err)
 	}
@@ -352,13 +362,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			UnhealthyRequeue: o.UnhealthyRequeuePeriod,
 			Concurrency:      o.Concurrency,
 			Budgets:          o.Budgets,
+			Tenancy:          o.Tenancy,
 		},
 		append([]controller.Option{
-			controller.WithClusterClients(clusters),
+			controller.WithClusterClients(appClients),
 			controller.WithClusterResolver(clusters),
 			controller.WithHelm(releases, health.NewHelmReleases(helmClient)),
 			controller.WithRenderer(timedRenderer{next: controller.RendererFn(render.RenderComponent), rec: rec}),
-			controller.WithKeepers(keepers(clusters, releases, rec)),
+			controller.WithKeepers(keepers(appClients, direct, releases, rec)),
 			controller.WithMetrics(rec),
 		}, o.ControllerOptions...)...)
 	if err := r.SetupWithManager(mgr); err != nil {
@@ -378,6 +389,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			return err
 		}
 	}
+	log.Info("tenancy "+o.Tenancy.Describe(), "lockdown", o.Tenancy.Lockdown(), "defaultServiceAccount", o.Tenancy.DefaultServiceAccount,
+		"allowCrossNamespaceResources", o.Tenancy.CrossNamespace())
 	log.Info("starting", "concurrentReconciles", o.Concurrency, "resyncPeriod", o.ResyncPeriod.String(),
 		"systemNamespace", o.SystemNamespace, "leaderElection", o.LeaderElect, "defaultStepTimeout", o.DefaultStepTimeout.String())
 	return mgr.Start(ctx)

@@ -55,6 +55,13 @@ func (t timedHelm) Uninstall(ctx context.Context, cluster, namespace, name strin
 	return res, err
 }
 
+func (t timedHelm) UninstallOwned(ctx context.Context, cluster, namespace, name string, owner helm.Owner, opts helm.Options) (helm.Result, error) {
+	start := time.Now()
+	res, err := t.Client.UninstallOwned(ctx, cluster, namespace, name, owner, opts)
+	t.rec.ObserveHelm("uninstall", string(res.Action), time.Since(start), err)
+	return res, err
+}
+
 // countingClients gives the resource keeper clients that count the
 // objects they delete (garbage collection and Application deletion).
 type countingClients struct {
@@ -90,10 +97,11 @@ func (c countingClient) Delete(ctx context.Context, obj client.Object, opts ...c
 }
 
 // keepers builds resourcekeeper Keepers as the controller's default does,
-// with deletions counted.
-func keepers(clients multicluster.ClusterClients, releases resourcekeeper.ReleaseHandler, rec *metrics.Recorder) controller.KeeperFactory {
+// with deletions counted: objects through clients (acting for the
+// Application), ResourceTrackers through trackers (the controller's).
+func keepers(clients multicluster.ClusterClients, trackers client.Client, releases resourcekeeper.ReleaseHandler, rec *metrics.Recorder) controller.KeeperFactory {
 	counted := countingClients{next: clients, rec: rec}
 	return controller.KeeperFactoryFn(func(app *v1beta1.Application, n int64, p resourcekeeper.Policies) (controller.Keeper, error) {
-		return resourcekeeper.New(app, n, resourcekeeper.Options{Clients: counted, Policies: p, Releases: releases})
+		return resourcekeeper.New(app, n, resourcekeeper.Options{Clients: counted, Trackers: trackers, Policies: p, Releases: releases})
 	})
 }

@@ -63,6 +63,20 @@ type entry struct {
 	http            *http.Client
 	discovery       discovery.DiscoveryInterface
 	version         *versionCache
+	// as holds the clients impersonating users on this cluster (ClientsAs),
+	// built on first use and dropped with the entry.
+	as *impersonated
+}
+
+// impersonated is an entry's clients per impersonated user.
+type impersonated struct {
+	mu      sync.Mutex
+	clients map[string]*userClient
+}
+
+type userClient struct {
+	config *rest.Config
+	client client.Client
 }
 
 // versionCache holds a cluster's version once read.
@@ -148,6 +162,7 @@ func NewRegistry(hub client.Client, hubConfig *rest.Config, opts ...Option) (*Re
 		http:      httpClient,
 		discovery: disc,
 		version:   &versionCache{},
+		as:        &impersonated{},
 	}
 	return r, nil
 }
@@ -179,6 +194,43 @@ func (r *Registry) Client(ctx context.Context, cluster string) (client.Client, e
 }
 
 var _ ClusterClients = (*Registry)(nil)
+
+// ClientsAs returns the client and a copy of the REST config of cluster
+// that impersonate user (e.g. system:serviceaccount:team-a:deployer) with
+// the cluster's credentials, which must be allowed to impersonate (verb
+// impersonate on serviceaccounts, or users). They are built once per
+// cluster and user and kept until the cluster's Secret changes; the
+// REST mapper is the cluster's own client's (kinds do not depend on the
+// user). Errors are those of Clients.
+func (r *Registry) ClientsAs(ctx context.Context, cluster, user string) (client.Client, *rest.Config, error) {
+	if user == "" {
+		return r.Clients(ctx, cluster)
+	}
+	e, err := r.lookup(ctx, cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.as.mu.Lock()
+	defer e.as.mu.Unlock()
+	if uc, ok := e.as.clients[user]; ok {
+		return uc.client, rest.CopyConfig(uc.config), nil
+	}
+	cfg := rest.CopyConfig(e.config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building the HTTP client of cluster %q as %s: %w", e.cluster.Name, user, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: e.client.Scheme(), Mapper: e.client.RESTMapper(), HTTPClient: httpClient})
+	if err != nil {
+		return nil, nil, fmt.Errorf("building the client of cluster %q as %s: %w", e.cluster.Name, user, err)
+	}
+	if e.as.clients == nil {
+		e.as.clients = map[string]*userClient{}
+	}
+	e.as.clients[user] = &userClient{config: cfg, client: c}
+	return c, rest.CopyConfig(cfg), nil
+}
 
 // lookup returns cluster's usable entry.
 func (r *Registry) lookup(ctx context.Context, cluster string) (*entry, error) {
@@ -226,12 +278,12 @@ func (r *Registry) entry(ctx context.Context, name string) (*entry, error) {
 // labels or annotations other than the settings changed, the client is kept.
 func (r *Registry) rebuild(ctx context.Context, s *corev1.Secret, old *entry) (*entry, error) {
 	p := parseSecret(s, r.defaults)
-	e := &entry{resourceVersion: s.ResourceVersion, fingerprint: p.fingerprint, cluster: p.cluster, version: &versionCache{}}
+	e := &entry{resourceVersion: s.ResourceVersion, fingerprint: p.fingerprint, cluster: p.cluster, version: &versionCache{}, as: &impersonated{}}
 	reused := false
 	switch {
 	case p.cluster.Err != nil:
 	case old != nil && old.cluster.Err == nil && old.fingerprint == p.fingerprint:
-		e.config, e.client, e.http, e.discovery, e.version = old.config, old.client, old.http, old.discovery, old.version
+		e.config, e.client, e.http, e.discovery, e.version, e.as = old.config, old.client, old.http, old.discovery, old.version, old.as
 		reused = true
 	default:
 		if err := e.build(p.config, r.scheme); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/tenancy"
 )
 
 // action is what one object needs.
@@ -78,7 +79,7 @@ func (k *Keeper) Apply(ctx context.Context, cluster string, objs []*unstructured
 		var p *plan
 		var err error
 		if helm.IsHelmRelease(obj) {
-			p, err = k.planRelease(cluster, obj)
+			p, err = k.planRelease(ctx, cluster, obj, false)
 		} else {
 			p, err = k.plan(ctx, c, cluster, obj, false)
 		}
@@ -90,6 +91,9 @@ func (k *Keeper) Apply(ctx context.Context, cluster string, objs []*unstructured
 	}
 	if len(refusals) > 0 {
 		return errors.Join(refusals...)
+	}
+	if err := k.preflight(ctx, c, cluster, plans); err != nil {
+		return err
 	}
 
 	var entries []v1beta1.ManagedResource
@@ -148,6 +152,13 @@ func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj 
 		d.SetNamespace("")
 	}
 	ref := refOf(cluster, d)
+	if err := checkScope(ctx, cluster, d); err != nil {
+		if stateKeep {
+			ctrl.LoggerFrom(ctx).V(1).Info("leaving an object outside the Application's scope", "object", klog.KObj(d), "cluster", cluster, "reason", err.Error())
+			return &plan{desired: d}, nil
+		}
+		return nil, err
+	}
 
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(d.GroupVersionKind())
@@ -178,8 +189,9 @@ func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj 
 				p.action = actJoinShare
 			}
 			return p, nil
-		case k.policies.takeOver(d) && !stateKeep:
-			// Taken over: written below like our own object.
+		case k.policies.takeOver(d) && !stateKeep && !otherApp:
+			// Taken over (it belongs to no Application): written below
+			// like our own object.
 		default:
 			if stateKeep {
 				ctrl.LoggerFrom(ctx).V(1).Info("leaving an object now owned by someone else", "object", klog.KObj(live), "ownerApp", ownerNs+"/"+ownerName)
@@ -188,7 +200,7 @@ func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj 
 			if !otherApp {
 				ownerName, ownerNs = "", ""
 			}
-			return nil, &OwnershipError{Object: ref, OwnerName: ownerName, OwnerNamespace: ownerNs}
+			return nil, &OwnershipError{Object: ref, OwnerName: ownerName, OwnerNamespace: ownerNs, TakeOver: k.policies.takeOver(d)}
 		}
 	}
 	p.tracked = tracked
@@ -230,6 +242,46 @@ func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj 
 		p.action = actApply
 	}
 	return p, nil
+}
+
+// preflight makes, when the Application acts as a ServiceAccount and more
+// than one object is to be written, every write as a server-side dry run
+// first: if the identity may not make one of them, the call fails with
+// the refusals (*tenancy.DeniedError) before anything is tracked or
+// written, so a step is not left half-applied. Other dry-run errors are
+// left to the real writes, which report them as before.
+func (k *Keeper) preflight(ctx context.Context, c client.Client, cluster string, plans []*plan) error {
+	t, ok := tenancy.From(ctx)
+	if !ok || t.Identity.IsController() {
+		return nil
+	}
+	var writes []*plan
+	for _, p := range plans {
+		if p.action == actApply {
+			writes = append(writes, p)
+		}
+	}
+	if len(writes) < 2 {
+		return nil
+	}
+	var refusals []error
+	for _, p := range writes {
+		obj := p.desired.DeepCopy()
+		var err error
+		if p.live != nil && k.policies.resourceUpdate(p.desired).Op == UpdateOpReplace {
+			obj.SetResourceVersion(p.live.GetResourceVersion())
+			err = c.Update(ctx, obj, client.FieldOwner(FieldManager), client.DryRunAll)
+		} else {
+			err = c.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership, client.DryRunAll)
+		}
+		if tenancy.IsRefusal(err) {
+			refusals = append(refusals, fmt.Errorf("applying %s: %w", refString(refOf(cluster, p.desired)), err))
+		}
+	}
+	if len(refusals) > 0 {
+		return errors.Join(append(refusals, errors.New("nothing was applied"))...)
+	}
+	return nil
 }
 
 // retainLive copies the values at paths from live into d; a path absent

@@ -22,7 +22,8 @@ import (
 // HelmClient is the part of *helm.Client that NewHelmReleases uses.
 type HelmClient interface {
 	Ensure(ctx context.Context, req helm.Request) (helm.Result, error)
-	Uninstall(ctx context.Context, cluster, namespace, name string, opts helm.Options) (helm.Result, error)
+	UninstallOwned(ctx context.Context, cluster, namespace, name string, owner helm.Owner, opts helm.Options) (helm.Result, error)
+	Owner(ctx context.Context, cluster, namespace, name string) (helm.ReleaseOwner, error)
 }
 
 // NewHelmReleases returns the ReleaseHandler backed by a Helm client
@@ -76,7 +77,8 @@ func (h helmReleases) Ensure(ctx context.Context, cluster, appNamespace string, 
 	if err != nil {
 		return ReleaseResult{}, invalidRelease(obj, err)
 	}
-	res, err := h.c.Ensure(ctx, helm.Request{Cluster: cluster, Namespace: appNamespace, Spec: spec})
+	owner := appOwner(obj)
+	res, err := h.c.Ensure(ctx, helm.Request{Cluster: cluster, Namespace: appNamespace, Spec: spec, Owner: &owner})
 	out := ReleaseResult{Action: string(res.Action), Revision: res.Release.Revision, Recovery: res.Recovery, RetryAfter: res.RetryAfter}
 	h.record(ctx, obj, cluster, spec, res, err)
 	if errors.Is(err, helm.ErrChartNotFound) || errors.Is(err, helm.ErrUnsafeChart) {
@@ -127,9 +129,22 @@ func (h helmReleases) application(ctx context.Context, obj *unstructured.Unstruc
 	return app
 }
 
+// Uninstall uninstalls the tracked release only while it is the tracking
+// Application's (the owner its HelmRelease recorded): helm.Client's
+// UninstallOwned returns a *helm.NotOwnedError otherwise.
 func (h helmReleases) Uninstall(ctx context.Context, cluster string, tracked v1beta1.ManagedResource) error {
-	_, err := h.c.Uninstall(ctx, cluster, tracked.Namespace, tracked.Name, trackedOptions(tracked))
+	_, err := h.c.UninstallOwned(ctx, cluster, tracked.Namespace, tracked.Name, appOwner(trackedObject(tracked)), trackedOptions(tracked))
 	return err
+}
+
+func (h helmReleases) Owner(ctx context.Context, cluster, namespace, name string) (helm.ReleaseOwner, error) {
+	return h.c.Owner(ctx, cluster, namespace, name)
+}
+
+// appOwner is the Application a HelmRelease object's labels name.
+func appOwner(obj *unstructured.Unstructured) helm.Owner {
+	l := obj.GetLabels()
+	return helm.Owner{Name: l[v1beta1.LabelAppName], Namespace: l[v1beta1.LabelAppNamespace]}
 }
 
 // trackedOptions returns spec.options of the HelmRelease a tracker entry

@@ -24,8 +24,12 @@ func (f helmClientFns) Ensure(ctx context.Context, req helm.Request) (helm.Resul
 	return f.ensure(ctx, req)
 }
 
-func (f helmClientFns) Uninstall(context.Context, string, string, string, helm.Options) (helm.Result, error) {
+func (f helmClientFns) UninstallOwned(context.Context, string, string, string, helm.Owner, helm.Options) (helm.Result, error) {
 	return helm.Result{Action: helm.ActionUninstalled}, nil
+}
+
+func (f helmClientFns) Owner(context.Context, string, string, string) (helm.ReleaseOwner, error) {
+	return helm.ReleaseOwner{}, nil
 }
 
 // TestHelmReleaseEvents: the Application gets a Warning when an install

@@ -346,8 +346,12 @@ func (f fakeHelm) Ensure(context.Context, helm.Request) (helm.Result, error) {
 	return helm.Result{Action: helm.ActionUnchanged}, nil
 }
 
-func (f fakeHelm) Uninstall(ctx context.Context, cluster, namespace, name string, opts helm.Options) (helm.Result, error) {
+func (f fakeHelm) UninstallOwned(ctx context.Context, cluster, namespace, name string, _ helm.Owner, opts helm.Options) (helm.Result, error) {
 	return f.uninstall(ctx, cluster, namespace, name, opts)
+}
+
+func (f fakeHelm) Owner(context.Context, string, string, string) (helm.ReleaseOwner, error) {
+	return helm.ReleaseOwner{}, nil
 }
 
 // helmSecrets lists the Helm storage Secrets of release name.

@@ -40,13 +40,19 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/tenancy"
 )
 
 // Options configure a Keeper.
 type Options struct {
-	// Clients gives the client of each target cluster; the hub client
-	// (cluster "") also stores the ResourceTrackers. Required.
+	// Clients gives the client of each target cluster, acting for the
+	// Application (package tenancy's Clients: its identity and scope).
+	// Required.
 	Clients multicluster.ClusterClients
+	// Trackers is the hub client storing the ResourceTrackers: the
+	// controller's own, not the Application's identity (which need not be
+	// allowed to touch them). Nil: Clients' hub client.
+	Trackers client.Client
 	// Policies are the Application's resource policies (see ParsePolicies).
 	Policies Policies
 	// Dependencies maps a component to the components it depends on, for
@@ -67,6 +73,7 @@ type Keeper struct {
 	generation   int64
 	revision     int64
 	clients      multicluster.ClusterClients
+	trackers     client.Client
 	policies     Policies
 	deps         map[string][]string
 	releases     ReleaseHandler
@@ -107,6 +114,7 @@ func New(app *v1beta1.Application, revision int64, opts Options) (*Keeper, error
 		generation:   app.Generation,
 		revision:     revision,
 		clients:      opts.Clients,
+		trackers:     opts.Trackers,
 		policies:     opts.Policies,
 		deps:         deps,
 		releases:     opts.Releases,
@@ -121,14 +129,42 @@ type OwnershipError struct {
 	// OwnerName and OwnerNamespace name the owning Application; both empty
 	// when the object exists but no Application manages it.
 	OwnerName, OwnerNamespace string
+	// TakeOver is set when a take-over rule selected the object: it adopts
+	// only what no Application owns.
+	TakeOver bool
 }
 
 func (e *OwnershipError) Error() string {
 	if e.OwnerName == "" {
 		return fmt.Sprintf("%s already exists and is not managed by any Application; add a take-over policy selecting it to adopt it", refString(e.Object))
 	}
-	return fmt.Sprintf("%s is owned by Application %s/%s; add a take-over policy to take it over, or a shared-resource policy selecting it to both Applications to share it",
+	if e.TakeOver {
+		return fmt.Sprintf("%s is owned by Application %s/%s; take-over adopts only objects that belong to no Application: its owner must share it (a shared-resource policy selecting it in both Applications) or give it up",
+			refString(e.Object), e.OwnerNamespace, e.OwnerName)
+	}
+	return fmt.Sprintf("%s is owned by Application %s/%s; a shared-resource policy selecting it in both Applications shares it",
 		refString(e.Object), e.OwnerNamespace, e.OwnerName)
+}
+
+// checkScope refuses obj (its namespace already defaulted, "" when
+// cluster-scoped) when it is outside the scope of the Application acting
+// in ctx (package tenancy); without a Tenant in ctx there is no scope.
+func checkScope(ctx context.Context, cluster string, obj *unstructured.Unstructured) error {
+	t, ok := tenancy.From(ctx)
+	if !ok {
+		return nil
+	}
+	return t.Check(tenancy.Object{Cluster: cluster, Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()})
+}
+
+// denied returns err as the identity's refusal (tenancy.Denied) when it is
+// a Forbidden answer to a request made for the Application of ctx.
+func denied(ctx context.Context, err error) error {
+	t, ok := tenancy.From(ctx)
+	if !ok {
+		return err
+	}
+	return tenancy.Denied(t.Identity, err)
 }
 
 // ReadOnlyMissingError says a read-only object does not exist.
@@ -181,8 +217,11 @@ func (k *Keeper) ownedByUs(obj *unstructured.Unstructured) bool {
 	return l[v1beta1.LabelAppName] == k.appName && l[v1beta1.LabelAppNamespace] == k.appNamespace
 }
 
-// hub returns the hub client.
+// hub returns the hub client keeping the ResourceTrackers.
 func (k *Keeper) hub(ctx context.Context) (client.Client, error) {
+	if k.trackers != nil {
+		return k.trackers, nil
+	}
 	c, err := k.clients.Client(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("getting the hub client: %w", err)

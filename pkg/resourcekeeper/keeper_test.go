@@ -82,7 +82,7 @@ func TestOwnership(t *testing.T) {
 		assert.Contains(t, err.Error(), "not managed by any Application")
 	})
 
-	t.Run("take-over adopts an unmanaged object and one owned by another Application", func(t *testing.T) {
+	t.Run("take-over adopts an unmanaged object, never one owned by another Application", func(t *testing.T) {
 		f := newFixture(t)
 		a, b := f.app("alpha"), f.app("beta")
 		require.NoError(t, env.Client.Create(f.ctx, &corev1.ConfigMap{
@@ -92,8 +92,16 @@ func TestOwnership(t *testing.T) {
 		assert.Equal(t, "alpha", live.GetLabels()[v1beta1.LabelAppName])
 		assert.Equal(t, map[string]any{"key": "value", "user": "data"}, live.Object["data"], "fields of the old manager stay")
 
-		require.NoError(t, f.keeper(b, 1, takeOver).Apply(f.ctx, "", objs(configMap(b, 1, "c", "cfg"))))
-		assert.Equal(t, "beta", f.get("v1", "ConfigMap", "cfg").GetLabels()[v1beta1.LabelAppName])
+		err := f.keeper(b, 1, takeOver).Apply(f.ctx, "", objs(configMap(b, 1, "c", "cfg", withField("stolen", "data", "key"))))
+		var oe *OwnershipError
+		require.ErrorAs(t, err, &oe)
+		assert.True(t, oe.TakeOver)
+		assert.Equal(t, "alpha", oe.OwnerName)
+		assert.Contains(t, err.Error(), "take-over adopts only objects that belong to no Application")
+		after := f.get("v1", "ConfigMap", "cfg")
+		assert.Equal(t, "alpha", after.GetLabels()[v1beta1.LabelAppName], "the owner stays")
+		assert.Equal(t, live.Object["data"], after.Object["data"], "nothing written")
+		assert.Nil(t, f.tracker(VersionedTrackerName("beta", f.ns, 1)), "nothing tracked")
 	})
 
 	t.Run("shared-resource: both succeed, deleting one keeps the object for the other", func(t *testing.T) {
@@ -262,9 +270,9 @@ func TestGarbageCollect(t *testing.T) {
 		// A Deployment nobody tracks, carrying the same labels.
 		unrelated := deployment(app, 1, "worker", "unrelated")
 		require.NoError(t, env.Client.Create(f.ctx, unrelated))
-		// Another Application takes one object over.
-		takeOver := Policies{TakeOver: []SelectorRule{{Selector: ResourceSelector{ResourceNames: []string{"taken"}}}}}
-		require.NoError(t, f.keeper(other, 1, takeOver).Apply(f.ctx, "", objs(configMap(other, 1, "c", "taken"))))
+		// Another Application owns one object now (as a shared-resource
+		// hand-over leaves it).
+		f.giveTo("v1", "ConfigMap", "taken", other)
 
 		k2 := f.keeper(app, 2)
 		require.NoError(t, k2.Apply(f.ctx, "", objs(deployment(app, 2, "web", "web"))))
@@ -546,8 +554,8 @@ func TestStateKeep(t *testing.T) {
 		app, other := f.app("shop"), f.app("other")
 		k := f.keeper(app, 1)
 		require.NoError(t, k.Apply(f.ctx, "", objs(configMap(app, 1, "c", "cfg"))))
-		takeOver := Policies{TakeOver: []SelectorRule{{}}}
-		require.NoError(t, f.keeper(other, 1, takeOver).Apply(f.ctx, "", objs(configMap(other, 1, "c", "cfg", withField("theirs", "data", "key")))))
+		f.giveTo("v1", "ConfigMap", "cfg", other)
+		require.NoError(t, f.keeper(other, 1).Apply(f.ctx, "", objs(configMap(other, 1, "c", "cfg", withField("theirs", "data", "key")))))
 		f.counter.reset()
 		require.NoError(t, k.StateKeep(f.ctx))
 		assert.Zero(t, f.counter.writes.Load())

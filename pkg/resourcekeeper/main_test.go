@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -134,6 +135,16 @@ func (f *fixture) get(apiVersion, kind, name string) *unstructured.Unstructured 
 }
 
 // tracker reads a ResourceTracker; nil when missing.
+// giveTo makes app the owner of a live object (its app.oam.dev labels), as
+// a shared-resource hand-over does.
+func (f *fixture) giveTo(apiVersion, kind, name string, app *v1beta1.Application) {
+	f.t.Helper()
+	live := f.get(apiVersion, kind, name)
+	require.NotNil(f.t, live)
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q,%q:%q}}}`, v1beta1.LabelAppName, app.Name, v1beta1.LabelAppNamespace, app.Namespace)
+	require.NoError(f.t, env.Client.Patch(f.ctx, live, client.RawPatch(types.MergePatchType, []byte(patch))))
+}
+
 func (f *fixture) tracker(name string) *v1beta1.ResourceTracker {
 	f.t.Helper()
 	rt := &v1beta1.ResourceTracker{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/helm"
 )
@@ -30,8 +32,11 @@ type ReleaseHandler interface {
 	Ensure(ctx context.Context, cluster, appNamespace string, obj *unstructured.Unstructured) (ReleaseResult, error)
 	// Uninstall removes the release a tracker entry records (Namespace and
 	// Name are the release's; Data is the HelmRelease last ensured, or nil).
-	// A release that does not exist is not an error.
+	// A release that does not exist is not an error; one that is no longer
+	// the Application's is left installed with a *helm.NotOwnedError.
 	Uninstall(ctx context.Context, cluster string, tracked v1beta1.ManagedResource) error
+	// Owner reads who owns release name in namespace on cluster.
+	Owner(ctx context.Context, cluster, namespace, name string) (helm.ReleaseOwner, error)
 }
 
 // ReleaseResult reports one Ensure.
@@ -60,9 +65,14 @@ func isReleaseEntry(e v1beta1.ManagedResource) bool {
 // release name and namespace from its spec (defaults: the component name
 // and the Application's namespace) as its identity, and the action to hand
 // it to the ReleaseHandler. A read-only HelmRelease is neither tracked nor
-// ensured. There is no live object to read, so ownership, sharing,
-// apply-once and resource-update rules do not apply.
-func (k *Keeper) planRelease(cluster string, obj *unstructured.Unstructured) (*plan, error) {
+// ensured. The release must be in the Application's scope and be ours: a
+// release recording another Application is refused (*OwnershipError), as
+// is one recording none unless a take-over rule selects it — or oamflow
+// installed it before releases recorded their owner and this Application
+// tracks it already. During drift repair (stateKeep) a release that is no
+// longer ours is left alone. Sharing, apply-once and resource-update rules
+// do not apply.
+func (k *Keeper) planRelease(ctx context.Context, cluster string, obj *unstructured.Unstructured, stateKeep bool) (*plan, error) {
 	d := cleanDesired(obj)
 	ref := refString(refOf(cluster, d))
 	if k.releases == nil {
@@ -82,12 +92,84 @@ func (k *Keeper) planRelease(cluster string, obj *unstructured.Unstructured) (*p
 	d.SetName(spec.Release.Name)
 	d.SetNamespace(spec.Release.Namespace)
 	p := &plan{desired: d}
+	if err := checkScope(ctx, cluster, d); err != nil {
+		if stateKeep {
+			return p, nil
+		}
+		return nil, err
+	}
 	if k.policies.readOnly(d) {
 		return p, nil
+	}
+	if err := k.checkReleaseOwner(ctx, cluster, d); err != nil {
+		var oe *OwnershipError
+		if stateKeep && errors.As(err, &oe) {
+			ctrl.LoggerFrom(ctx).V(1).Info("leaving a helm release that is not ours", "release", klog.KObj(d), "cluster", cluster, "reason", err.Error())
+			return p, nil
+		}
+		return nil, err
 	}
 	p.tracked = d.DeepCopy()
 	p.action = actRelease
 	return p, nil
+}
+
+// checkReleaseOwner refuses the release d names unless it is new, ours, or
+// ours to adopt (see planRelease).
+func (k *Keeper) checkReleaseOwner(ctx context.Context, cluster string, d *unstructured.Unstructured) error {
+	ref := refOf(cluster, d)
+	own, err := k.releases.Owner(ctx, normCluster(cluster), d.GetNamespace(), d.GetName())
+	if err != nil {
+		return fmt.Errorf("reading the owner of %s: %w", refString(ref), denied(ctx, err))
+	}
+	us := helm.Owner{Name: k.appName, Namespace: k.appNamespace}
+	switch {
+	case !own.Exists, own.Owner == us:
+		return nil
+	case !own.Owner.IsZero():
+		return &OwnershipError{Object: ref, OwnerName: own.Owner.Name, OwnerNamespace: own.Owner.Namespace, TakeOver: k.policies.takeOver(d)}
+	case k.policies.takeOver(d):
+		ctrl.LoggerFrom(ctx).Info("taking over a helm release", "release", klog.KObj(d), "cluster", cluster)
+		return nil
+	case own.Oamflow:
+		tracked, err := k.tracksRelease(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if tracked {
+			return nil
+		}
+	}
+	return &OwnershipError{Object: ref}
+}
+
+// tracksRelease reports whether one of the Application's trackers records
+// the release ref (a release installed before releases recorded their
+// owner is adopted by the Application that installed it).
+func (k *Keeper) tracksRelease(ctx context.Context, ref common.ClusterObjectReference) (bool, error) {
+	hub, err := k.hub(ctx)
+	if err != nil {
+		return false, err
+	}
+	t, err := k.listTrackers(ctx, hub)
+	if err != nil {
+		return false, err
+	}
+	all := slices.Clone(t.old)
+	if t.current != nil {
+		all = append(all, t.current)
+	}
+	if t.root != nil {
+		all = append(all, t.root)
+	}
+	for _, rt := range all {
+		for _, e := range rt.Spec.ManagedResources {
+			if isReleaseEntry(e) && normCluster(e.Cluster) == normCluster(ref.Cluster) && e.Namespace == ref.Namespace && e.Name == ref.Name {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // releaseDefaults are the defaults of a rendered HelmRelease: its
@@ -145,7 +227,13 @@ func (k *Keeper) collectRelease(ctx context.Context, e v1beta1.ManagedResource, 
 		return outPending, fmt.Errorf("uninstalling %s: %w", ref, ErrNoReleaseHandler)
 	}
 	if err := k.releases.Uninstall(ctx, normCluster(e.Cluster), e); err != nil {
-		return outPending, fmt.Errorf("uninstalling %s: %w", ref, err)
+		var no *helm.NotOwnedError
+		if errors.As(err, &no) {
+			// Someone else's now: dropped from our books, left installed.
+			log.Info("left a helm release that is not ours", "release", klog.KRef(e.Namespace, e.Name), "cluster", e.Cluster, "reason", err.Error())
+			return outGone, nil
+		}
+		return outPending, fmt.Errorf("uninstalling %s: %w", ref, denied(ctx, err))
 	}
 	log.Info("uninstalled helm release", "release", klog.KRef(e.Namespace, e.Name), "cluster", e.Cluster)
 	return outGone, nil
@@ -173,6 +261,16 @@ func trackedObject(e v1beta1.ManagedResource) *unstructured.Unstructured {
 type ReleaseHandlerFns struct {
 	EnsureFn    func(ctx context.Context, cluster, appNamespace string, obj *unstructured.Unstructured) (ReleaseResult, error)
 	UninstallFn func(ctx context.Context, cluster string, tracked v1beta1.ManagedResource) error
+	// OwnerFn nil: no release exists.
+	OwnerFn func(ctx context.Context, cluster, namespace, name string) (helm.ReleaseOwner, error)
+}
+
+// Owner calls OwnerFn.
+func (f ReleaseHandlerFns) Owner(ctx context.Context, cluster, namespace, name string) (helm.ReleaseOwner, error) {
+	if f.OwnerFn == nil {
+		return helm.ReleaseOwner{}, nil
+	}
+	return f.OwnerFn(ctx, cluster, namespace, name)
 }
 
 // Ensure calls EnsureFn.

@@ -59,7 +59,7 @@ func (k *Keeper) keepOne(ctx context.Context, e v1beta1.ManagedResource) error {
 	}
 	var p *plan
 	if helm.IsHelmRelease(obj) {
-		p, err = k.planRelease(e.Cluster, obj)
+		p, err = k.planRelease(ctx, e.Cluster, obj, true)
 	} else {
 		p, err = k.plan(ctx, c, e.Cluster, obj, true)
 	}

@@ -48,6 +48,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	oamcuex "github.com/oamflow/oamflow/pkg/cuex"
+	"github.com/oamflow/oamflow/pkg/multicluster"
 )
 
 // DefaultStepTimeout is the timeout of steps that set none (not suspend
@@ -155,6 +156,12 @@ type Options struct {
 	// Helm serves the vela/helm step package (nil: its actions fail saying
 	// Helm is not configured).
 	Helm HelmClient
+	// Clients are the clients of target clusters acting for the
+	// Application of the run (package tenancy's Clients: the Tenant is in
+	// the context Execute is given); the vela/kube, vela/http and legacy
+	// vela/op providers reach clusters through them. Nil: the Engine's own
+	// client, hub only. Workflow contexts always use the Engine's client.
+	Clients multicluster.ClusterClients
 }
 
 // Engine runs workflows. It is safe for concurrent use by reconciles of
@@ -298,7 +305,11 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 	rctx := withRun(ctx, &runValues{deployer: run.Deployer, services: services})
 	// The library's context store and providers use this Engine's client.
 	rctx = context.WithValue(rctx, runClientKey{}, e.client)
-	rctx = context.WithValue(rctx, providertypes.KubeClientKey, e.client)
+	clients := e.opts.Clients
+	if clients == nil {
+		clients = multicluster.HubOnly{Hub: e.client}
+	}
+	rctx = context.WithValue(rctx, providertypes.KubeClientKey, &clusterRouter{Client: e.client, clients: clients})
 	rctx = wftypes.SetNamespaceInCtx(rctx, app.Namespace)
 	rctx = providertypes.WithLabelParams(rctx, map[string]string{
 		v1beta1.LabelAppName:      app.Name,
@@ -309,7 +320,11 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 		Apply: func(ctx context.Context, _ client.Client, cluster, _ string, objs ...*unstructured.Unstructured) error {
 			return run.Deployer.Apply(ctx, cluster, objs)
 		},
-		Delete: func(ctx context.Context, c client.Client, _, _ string, obj *unstructured.Unstructured) error {
+		Delete: func(ctx context.Context, _ client.Client, cluster, _ string, obj *unstructured.Unstructured) error {
+			c, err := clients.Client(ctx, cluster)
+			if err != nil {
+				return err
+			}
 			return c.Delete(ctx, obj)
 		},
 	})

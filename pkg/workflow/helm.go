@@ -12,12 +12,14 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/tenancy"
 )
 
 // HelmClient is the part of *helm.Client that the vela/helm provider uses.
 type HelmClient interface {
 	Ensure(ctx context.Context, req helm.Request) (helm.Result, error)
 	Uninstall(ctx context.Context, cluster, namespace, name string, opts helm.Options) (helm.Result, error)
+	UninstallOwned(ctx context.Context, cluster, namespace, name string, owner helm.Owner, opts helm.Options) (helm.Result, error)
 	Status(ctx context.Context, req helm.Request) (helm.Health, error)
 	Template(ctx context.Context, req helm.Request) ([]*unstructured.Unstructured, error)
 }
@@ -133,6 +135,13 @@ func appNamespace(rt providertypes.RuntimeParams) string {
 	return "default"
 }
 
+// runOwner is the Application running the step (its app.oam.dev labels
+// of the run), when there is one.
+func runOwner(rt providertypes.RuntimeParams) (helm.Owner, bool) {
+	o := helm.Owner{Name: rt.Labels[v1beta1.LabelAppName], Namespace: rt.Labels[v1beta1.LabelAppNamespace]}
+	return o, o.Name != "" && o.Namespace != ""
+}
+
 // helmRequest parses the $params of #Install, #Status and #Template: a
 // cluster plus the properties of a helm component, with the release
 // namespace defaulting to the Application's. There is no default release
@@ -230,11 +239,24 @@ func (h helmProvider) status(ctx context.Context, params map[string]any, rt prov
 	if err != nil {
 		return nil, fail(rt, err.Error())
 	}
+	if err := checkReleaseScope(ctx, req.Cluster, req.Spec.Release.Namespace, req.Spec.Release.Name); err != nil {
+		return nil, fail(rt, fmt.Sprintf("reading helm release %s/%s: %v", req.Spec.Release.Namespace, req.Spec.Release.Name, err))
+	}
 	hh, err := h.c.Status(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("reading helm release %s/%s: %w", req.Spec.Release.Namespace, req.Spec.Release.Name, err)
 	}
 	return releaseStatus(hh, req.Spec), nil
+}
+
+// checkReleaseScope refuses a release outside the scope of the Application
+// running the step (package tenancy), if any.
+func checkReleaseScope(ctx context.Context, cluster, namespace, name string) error {
+	t, ok := tenancy.From(ctx)
+	if !ok {
+		return nil
+	}
+	return t.Check(tenancy.Object{Cluster: cluster, Kind: helm.Kind, Namespace: namespace, Name: name})
 }
 
 func (h helmProvider) uninstall(ctx context.Context, p helmUninstallParams, rt providertypes.RuntimeParams) (*helmUninstallReturns, error) {
@@ -248,9 +270,24 @@ func (h helmProvider) uninstall(ctx context.Context, p helmUninstallParams, rt p
 	if ns == "" {
 		ns = appNamespace(rt)
 	}
-	res, err := h.c.Uninstall(ctx, p.Cluster, ns, p.Release.Name, p.Options)
+	what := fmt.Sprintf("uninstalling helm release %s/%s", ns, p.Release.Name)
+	if err := checkReleaseScope(ctx, p.Cluster, ns, p.Release.Name); err != nil {
+		return nil, fail(rt, fmt.Sprintf("%s: %v", what, err))
+	}
+	var res helm.Result
+	var err error
+	if owner, ok := runOwner(rt); ok {
+		// In an Application's workflow, only a release the Application
+		// owns is uninstalled.
+		res, err = h.c.UninstallOwned(ctx, p.Cluster, ns, p.Release.Name, owner, p.Options)
+	} else {
+		res, err = h.c.Uninstall(ctx, p.Cluster, ns, p.Release.Name, p.Options)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("uninstalling helm release %s/%s: %w", ns, p.Release.Name, err)
+		if IsTerminal(err) || tenancy.IsRefusal(err) {
+			return nil, fail(rt, fmt.Sprintf("%s: %v", what, err))
+		}
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return &helmUninstallReturns{Action: string(res.Action)}, nil
 }

@@ -53,6 +53,10 @@ func (s *helmStub) Uninstall(_ context.Context, cluster, namespace, name string,
 	return helm.Result{Action: helm.ActionUninstalled}, nil
 }
 
+func (s *helmStub) UninstallOwned(ctx context.Context, cluster, namespace, name string, _ helm.Owner, opts helm.Options) (helm.Result, error) {
+	return s.Uninstall(ctx, cluster, namespace, name, opts)
+}
+
 func (s *helmStub) Status(_ context.Context, req helm.Request) (helm.Health, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

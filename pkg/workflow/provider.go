@@ -19,7 +19,6 @@ import (
 	"github.com/kubevela/workflow/pkg/providers/config"
 	"github.com/kubevela/workflow/pkg/providers/email"
 	"github.com/kubevela/workflow/pkg/providers/http"
-	"github.com/kubevela/workflow/pkg/providers/kube"
 	"github.com/kubevela/workflow/pkg/providers/legacy"
 	"github.com/kubevela/workflow/pkg/providers/metrics"
 	wftime "github.com/kubevela/workflow/pkg/providers/time"
@@ -70,7 +69,7 @@ func NewCompiler(opts ...CompilerOption) (*cuex.Compiler, error) {
 		"op":           opProviders,
 		"oam":          oamProviders(),
 		"helm":         helmProviders(co.helm),
-		"kube":         kube.GetProviders(),
+		"kube":         kubeProviders(),
 		"builtin":      builtinProviders,
 		"http":         http.GetProviders(),
 		"util":         util.GetProviders(),

@@ -20,7 +20,15 @@ const (
 	AnnoRestartWorkflow  = "app.oam.dev/restart-workflow"
 	AnnoDefinitionDesc   = "definition.oam.dev/description"
 	LabelClusterCredType = "cluster.core.oam.dev/cluster-credential-type"
-	ClusterLocal         = "local"
+	// AnnoServiceAccountName names the ServiceAccount (in the Application's
+	// namespace) that the controller acts as for the Application.
+	AnnoServiceAccountName = "app.oam.dev/service-account-name"
+	// AnnoUsername and AnnoGroup record who last created or changed the
+	// Application's spec (written by the admission webhook; KubeVela's
+	// keys). oamflow records them; it never acts as that user.
+	AnnoUsername = "app.oam.dev/username"
+	AnnoGroup    = "app.oam.dev/group"
+	ClusterLocal = "local"
 )
 
 // FinalizerOrphanResource on an Application (what `vela delete --orphan`

@@ -1,6 +1,9 @@
 package helmspec
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // RenderError says that a chart's templates do not render with the
 // release's values: a `required` value is missing, a template calls
@@ -27,5 +30,24 @@ func (e *RenderError) Unwrap() error { return e.Err }
 // and cluster errors may pass and are not terminal.
 func IsTerminal(err error) bool {
 	var re *RenderError
-	return errors.Is(err, ErrChartNotFound) || errors.Is(err, ErrUnsafeChart) || errors.As(err, &re)
+	var no *NotOwnedError
+	return errors.Is(err, ErrChartNotFound) || errors.Is(err, ErrUnsafeChart) || errors.As(err, &re) || errors.As(err, &no)
+}
+
+// NotOwnedError says a release belongs to another Application, or to
+// none, and was not changed; retrying cannot fix it.
+type NotOwnedError struct {
+	Namespace, Name string
+	// Owner is the Application the release belongs to; zero when none
+	// (installed by another tool, or by oamflow before releases recorded
+	// their owner: Oamflow).
+	Owner   Owner
+	Oamflow bool
+}
+
+func (e *NotOwnedError) Error() string {
+	if e.Owner.IsZero() {
+		return fmt.Sprintf("helm release %s/%s exists and is not managed by any Application; add a take-over policy selecting it to adopt it", e.Namespace, e.Name)
+	}
+	return fmt.Sprintf("helm release %s/%s is owned by Application %s", e.Namespace, e.Name, e.Owner)
 }

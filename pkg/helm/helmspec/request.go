@@ -14,6 +14,32 @@ type Request struct {
 	Namespace string
 	// Spec is a parsed, defaulted Spec (see ParseSpec).
 	Spec *Spec
+	// Owner is the Application the release is for: it is recorded on the
+	// release (LabelOwnerName, LabelOwnerNamespace) and a release another
+	// Application owns is refused. Nil: no ownership (tools, tests).
+	Owner *Owner
+}
+
+// Release labels naming the Application that owns a release (KubeVela's
+// app.oam.dev/name and app.oam.dev/namespace).
+const (
+	LabelOwnerName      = "app.oam.dev/name"
+	LabelOwnerNamespace = "app.oam.dev/namespace"
+)
+
+// Owner is the Application a release belongs to.
+type Owner struct {
+	Name, Namespace string
+}
+
+// IsZero reports whether o names no Application.
+func (o Owner) IsZero() bool { return o.Name == "" && o.Namespace == "" }
+
+func (o Owner) String() string { return o.Namespace + "/" + o.Name }
+
+// OwnerOf returns the owner recorded in release labels.
+func OwnerOf(labels map[string]string) Owner {
+	return Owner{Name: labels[LabelOwnerName], Namespace: labels[LabelOwnerNamespace]}
 }
 
 // ReleaseInfo summarizes a stored release revision.
