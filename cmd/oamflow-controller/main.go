@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -47,6 +48,8 @@ func bindFlags(fs *flag.FlagSet, o *manager.Options) {
 	fs.IntVar(&o.Budgets.MaxComponents, appfile.FlagMaxComponents, d.Budgets.MaxComponents, "components one Application may have; more are refused by the webhook and the controller")
 	fs.IntVar(&o.Budgets.MaxTraitsPerComponent, appfile.FlagMaxTraitsPerComponent, d.Budgets.MaxTraitsPerComponent, "traits one component may have; more are refused by the webhook and the controller")
 	fs.IntVar(&o.Budgets.MaxApplicationBytes, appfile.FlagMaxApplicationBytes, d.Budgets.MaxApplicationBytes, "bytes of an Application's spec (as JSON); a larger one is refused by the webhook and the controller")
+	fs.StringVar(&o.Tenancy.DefaultServiceAccount, "default-service-account", "", "lockdown: ServiceAccount, in each Application's namespace, that Applications without the app.oam.dev/service-account-name annotation act as (a namespace without it deploys nothing); empty: such Applications act as the controller itself (single-tenant mode)")
+	fs.Var(optionalBool{&o.Tenancy.AllowCrossNamespace}, "allow-cross-namespace-resources", "let Applications read and write other namespaces than their own (and, on member clusters, their topology's) and cluster-scoped objects (default: false with --default-service-account, true without)")
 	w, dw := &o.Webhook, d.Webhook
 	// The binary serves the webhook by default (manager.DefaultOptions,
 	// used by tests embedding the controller, does not).
@@ -61,6 +64,27 @@ func bindFlags(fs *flag.FlagSet, o *manager.Options) {
 	fs.StringVar(&w.SecretName, "webhook-secret-name", dw.SecretName, "Secret in the system namespace keeping the generated certificates shared by replicas (service registration)")
 	fs.StringVar(&w.FailurePolicy, "webhook-failure-policy", dw.FailurePolicy, "failure policy for Applications of a url registration: Ignore (a stopped controller blocks nothing) or Fail")
 }
+
+// optionalBool is a boolean flag that stays nil until it is given.
+type optionalBool struct{ p **bool }
+
+func (b optionalBool) String() string {
+	if b.p == nil || *b.p == nil {
+		return ""
+	}
+	return strconv.FormatBool(**b.p)
+}
+
+func (b optionalBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.p = &v
+	return nil
+}
+
+func (b optionalBool) IsBoolFlag() bool { return true }
 
 func main() {
 	o := &manager.Options{}

@@ -51,6 +51,22 @@ func TestFlags(t *testing.T) {
 			assert.Zero(t, o.DefaultStepTimeout)
 			assert.True(t, o.LeaderElect)
 		}, ""},
+		{"single-tenant by default, cross-namespace allowed", nil, func(t *testing.T, o manager.Options) {
+			assert.False(t, o.Tenancy.Lockdown())
+			assert.Nil(t, o.Tenancy.AllowCrossNamespace)
+			assert.True(t, o.Tenancy.CrossNamespace())
+		}, ""},
+		{"lockdown refuses cross-namespace unless asked", []string{"--default-service-account=oamflow-app"}, func(t *testing.T, o manager.Options) {
+			assert.True(t, o.Tenancy.Lockdown())
+			assert.False(t, o.Tenancy.CrossNamespace())
+		}, ""},
+		{"lockdown with cross-namespace", []string{"--default-service-account=oamflow-app", "--allow-cross-namespace-resources"}, func(t *testing.T, o manager.Options) {
+			assert.True(t, o.Tenancy.CrossNamespace())
+		}, ""},
+		{"single-tenant without cross-namespace", []string{"--allow-cross-namespace-resources=false"}, func(t *testing.T, o manager.Options) {
+			assert.False(t, o.Tenancy.CrossNamespace())
+		}, ""},
+		{"bad default ServiceAccount", []string{"--default-service-account=Team:A"}, nil, `--default-service-account "Team:A" is not a ServiceAccount name`},
 		{"no workers", []string{"--concurrent-reconciles=0"}, nil, "--concurrent-reconciles must be at least 1"},
 		{"no retries", []string{"--max-step-retries=0"}, nil, "--max-step-retries must be at least 1"},
 		{"negative timeout", []string{"--default-step-timeout=-1s"}, nil, "--default-step-timeout must not be negative"},

@@ -196,7 +196,10 @@ func (c *Client) install(ctx context.Context, cfg *action.Configuration, req Req
 	in := action.NewInstall(cfg)
 	in.ReleaseName = s.Release.Name
 	in.Namespace = s.Release.Namespace
-	in.CreateNamespace = s.Options.EffectiveCreateNamespace()
+	// The Application's own namespace exists (the Application is in it):
+	// creating it is never needed, and an identity limited to its
+	// namespace may not create namespaces.
+	in.CreateNamespace = s.Options.EffectiveCreateNamespace() && s.Release.Namespace != req.Namespace
 	in.Timeout = s.Options.EffectiveTimeout()
 	in.Wait = s.Options.Wait
 	in.WaitForJobs = s.Options.Wait

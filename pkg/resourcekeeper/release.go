@@ -194,7 +194,7 @@ func (k *Keeper) ensureRelease(ctx context.Context, cluster string, p *plan) err
 		if apierrors.IsInvalid(err) {
 			return err // names the HelmRelease and the field already
 		}
-		return fmt.Errorf("%s: %w", ref, err)
+		return fmt.Errorf("%s: %w", ref, denied(ctx, err))
 	}
 	if res.Action != string(helm.ActionUnchanged) {
 		log.Info("ensured helm release", "release", klog.KObj(p.desired), "cluster", cluster, "action", res.Action, "revision", res.Revision)

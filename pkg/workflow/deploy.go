@@ -79,7 +79,7 @@ func deploy(ctx context.Context, p deployParams, rt providertypes.RuntimeParams)
 	}
 	planner, ok := run.deployer.(DeployPlanner)
 	if !ok {
-		return nil, fail(rt, "this controller cannot run deploy steps")
+		return nil, fail(ctx, rt, "this controller cannot run deploy steps")
 	}
 	if len(p.InlinePolicies) > 0 {
 		return nil, fail(rt, "deploy: inlinePolicies are not supported by oamflow; declare the policies in spec.policies and name them in policies")
@@ -87,7 +87,7 @@ func deploy(ctx context.Context, p deployParams, rt providertypes.RuntimeParams)
 	targets, err := planner.PlanDeploy(ctx, p.Policies)
 	if err != nil {
 		if IsTerminal(err) {
-			return nil, fail(rt, fmt.Sprintf("deploy: %v", err))
+			return nil, fail(ctx, rt, fmt.Sprintf("deploy: %v", err))
 		}
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
@@ -121,7 +121,7 @@ func deploy(ctx context.Context, p deployParams, rt providertypes.RuntimeParams)
 	}
 	switch {
 	case len(failures) > 0:
-		return nil, fail(rt, strings.Join(failures, "; "))
+		return nil, fail(ctx, rt, strings.Join(failures, "; "))
 	case len(errs) > 0:
 		return nil, errors.Join(errs...)
 	case len(waiting) > 0:

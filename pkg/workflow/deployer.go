@@ -226,6 +226,26 @@ type runKey struct{}
 type runValues struct {
 	deployer Deployer
 	services *serviceCollector
+
+	mu sync.Mutex
+	// failures are the messages steps failed with (fail), by step ID.
+	failures map[string]string
+}
+
+func (r *runValues) failed(stepID, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failures == nil {
+		r.failures = map[string]string{}
+	}
+	r.failures[stepID] = msg
+}
+
+func (r *runValues) failure(stepID string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	msg, ok := r.failures[stepID]
+	return msg, ok
 }
 
 func withRun(ctx context.Context, v *runValues) context.Context {

@@ -302,7 +302,8 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 	executor.InitializeWorkflowInstance(instance)
 
 	services := &serviceCollector{}
-	rctx := withRun(ctx, &runValues{deployer: run.Deployer, services: services})
+	rv := &runValues{deployer: run.Deployer, services: services}
+	rctx := withRun(ctx, rv)
 	// The library's context store and providers use this Engine's client.
 	rctx = context.WithValue(rctx, runClientKey{}, e.client)
 	clients := e.opts.Clients
@@ -377,6 +378,7 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 		return res, nil
 	}
 	instance.Status.Phase = state
+	restoreFailures(&instance.Status, rv)
 	retriesSpent := e.failures.count(app, &instance.Status, e.opts.MaxStepRetries)
 	if state == wfv1alpha1.WorkflowStateExecuting && failStuck(&instance.Status, g) {
 		state = wfv1alpha1.WorkflowStateFailed
@@ -403,6 +405,30 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 	}
 	res.Status = st
 	return res, nil
+}
+
+// outputFailure starts the message kubevela/workflow gives a failed step
+// whose outputs it could not read, in place of the step's own.
+const outputFailure = "failed to get output from "
+
+// restoreFailures puts back the message a step failed with (fail) where
+// kubevela/workflow replaced it because the step's outputs could not be
+// read (they cannot: the step failed).
+func restoreFailures(st *wfv1alpha1.WorkflowRunStatus, rv *runValues) {
+	fix := func(s *wfv1alpha1.StepStatus) {
+		if s.Phase != wfv1alpha1.WorkflowStepPhaseFailed || !strings.HasPrefix(s.Message, outputFailure) {
+			return
+		}
+		if msg, ok := rv.failure(s.ID); ok {
+			s.Message = msg
+		}
+	}
+	for i := range st.Steps {
+		fix(&st.Steps[i].StepStatus)
+		for j := range st.Steps[i].SubStepsStatus {
+			fix(&st.Steps[i].SubStepsStatus[j])
+		}
+	}
 }
 
 func (e *Engine) finish(st *common.WorkflowStatus, app *v1beta1.Application) {

@@ -190,17 +190,17 @@ func releaseObject(spec *helm.Spec) (*unstructured.Unstructured, error) {
 // retried.
 func (h helmProvider) install(ctx context.Context, params map[string]any, rt providertypes.RuntimeParams) (*helmReleaseStatus, error) {
 	if h.c == nil {
-		return nil, fail(rt, errNoHelm.Error())
+		return nil, fail(ctx, rt, errNoHelm.Error())
 	}
 	req, err := helmRequest(params, rt)
 	if err != nil {
-		return nil, fail(rt, err.Error())
+		return nil, fail(ctx, rt, err.Error())
 	}
 	what := fmt.Sprintf("installing helm release %s/%s", req.Spec.Release.Namespace, req.Spec.Release.Name)
 	if run, ok := runFrom(ctx); ok {
 		obj, err := releaseObject(req.Spec)
 		if err != nil {
-			return nil, fail(rt, fmt.Sprintf("%s: %v", what, err))
+			return nil, fail(ctx, rt, fmt.Sprintf("%s: %v", what, err))
 		}
 		err = run.deployer.Apply(ctx, req.Cluster, []*unstructured.Unstructured{obj})
 		switch {
@@ -208,7 +208,7 @@ func (h helmProvider) install(ctx context.Context, params map[string]any, rt pro
 		case errors.Is(err, helm.ErrOperationInProgress):
 			return nil, wait(rt, fmt.Sprintf("%s: %v", what, err))
 		case IsTerminal(err):
-			return nil, fail(rt, fmt.Sprintf("%s: %v", what, err))
+			return nil, fail(ctx, rt, fmt.Sprintf("%s: %v", what, err))
 		default:
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
@@ -219,7 +219,7 @@ func (h helmProvider) install(ctx context.Context, params map[string]any, rt pro
 		case res.Action == helm.ActionPending || errors.Is(err, helm.ErrOperationInProgress):
 			return nil, wait(rt, fmt.Sprintf("%s: %v", what, err))
 		case IsTerminal(err):
-			return nil, fail(rt, fmt.Sprintf("%s: %v", what, err))
+			return nil, fail(ctx, rt, fmt.Sprintf("%s: %v", what, err))
 		default:
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
@@ -233,14 +233,14 @@ func (h helmProvider) install(ctx context.Context, params map[string]any, rt pro
 
 func (h helmProvider) status(ctx context.Context, params map[string]any, rt providertypes.RuntimeParams) (*helmReleaseStatus, error) {
 	if h.c == nil {
-		return nil, fail(rt, errNoHelm.Error())
+		return nil, fail(ctx, rt, errNoHelm.Error())
 	}
 	req, err := helmRequest(params, rt)
 	if err != nil {
-		return nil, fail(rt, err.Error())
+		return nil, fail(ctx, rt, err.Error())
 	}
 	if err := checkReleaseScope(ctx, req.Cluster, req.Spec.Release.Namespace, req.Spec.Release.Name); err != nil {
-		return nil, fail(rt, fmt.Sprintf("reading helm release %s/%s: %v", req.Spec.Release.Namespace, req.Spec.Release.Name, err))
+		return nil, fail(ctx, rt, fmt.Sprintf("reading helm release %s/%s: %v", req.Spec.Release.Namespace, req.Spec.Release.Name, err))
 	}
 	hh, err := h.c.Status(ctx, req)
 	if err != nil {
@@ -261,10 +261,10 @@ func checkReleaseScope(ctx context.Context, cluster, namespace, name string) err
 
 func (h helmProvider) uninstall(ctx context.Context, p helmUninstallParams, rt providertypes.RuntimeParams) (*helmUninstallReturns, error) {
 	if h.c == nil {
-		return nil, fail(rt, errNoHelm.Error())
+		return nil, fail(ctx, rt, errNoHelm.Error())
 	}
 	if p.Release.Name == "" {
-		return nil, fail(rt, "vela/helm: $params.release.name: Required value: the name of the release to uninstall")
+		return nil, fail(ctx, rt, "vela/helm: $params.release.name: Required value: the name of the release to uninstall")
 	}
 	ns := p.Release.Namespace
 	if ns == "" {
@@ -272,7 +272,7 @@ func (h helmProvider) uninstall(ctx context.Context, p helmUninstallParams, rt p
 	}
 	what := fmt.Sprintf("uninstalling helm release %s/%s", ns, p.Release.Name)
 	if err := checkReleaseScope(ctx, p.Cluster, ns, p.Release.Name); err != nil {
-		return nil, fail(rt, fmt.Sprintf("%s: %v", what, err))
+		return nil, fail(ctx, rt, fmt.Sprintf("%s: %v", what, err))
 	}
 	var res helm.Result
 	var err error
@@ -285,7 +285,7 @@ func (h helmProvider) uninstall(ctx context.Context, p helmUninstallParams, rt p
 	}
 	if err != nil {
 		if IsTerminal(err) || tenancy.IsRefusal(err) {
-			return nil, fail(rt, fmt.Sprintf("%s: %v", what, err))
+			return nil, fail(ctx, rt, fmt.Sprintf("%s: %v", what, err))
 		}
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -294,11 +294,11 @@ func (h helmProvider) uninstall(ctx context.Context, p helmUninstallParams, rt p
 
 func (h helmProvider) template(ctx context.Context, params map[string]any, rt providertypes.RuntimeParams) (*helmTemplateReturns, error) {
 	if h.c == nil {
-		return nil, fail(rt, errNoHelm.Error())
+		return nil, fail(ctx, rt, errNoHelm.Error())
 	}
 	req, err := helmRequest(params, rt)
 	if err != nil {
-		return nil, fail(rt, err.Error())
+		return nil, fail(ctx, rt, err.Error())
 	}
 	objs, err := h.c.Template(ctx, req)
 	if err != nil {
@@ -306,7 +306,7 @@ func (h helmProvider) template(ctx context.Context, params map[string]any, rt pr
 		if helm.IsTerminal(err) || !errors.As(err, &ce) {
 			// Not found, unsafe, or a chart that does not render with
 			// these values: the same spec fails the same way again.
-			return nil, fail(rt, fmt.Sprintf("rendering helm release %s/%s: %v", req.Spec.Release.Namespace, req.Spec.Release.Name, err))
+			return nil, fail(ctx, rt, fmt.Sprintf("rendering helm release %s/%s: %v", req.Spec.Release.Namespace, req.Spec.Release.Name, err))
 		}
 		return nil, fmt.Errorf("rendering helm release %s/%s: %w", req.Spec.Release.Namespace, req.Spec.Release.Name, err)
 	}

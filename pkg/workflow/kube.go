@@ -30,16 +30,16 @@ func kubeProviders() map[string]cuexruntime.ProviderFn {
 	p["apply"] = providertypes.GenericProviderFn[kube.ResourceVars, kube.ResourceReturns](
 		func(ctx context.Context, params *kube.ResourceParams) (*kube.ResourceReturns, error) {
 			ret, err := kube.Apply(ctx, params)
-			return ret, failRefused(params.RuntimeParams, "applying "+describe(params.Params.Resource, params.Params.Cluster), err)
+			return ret, failRefused(ctx, params.RuntimeParams, "applying "+describe(params.Params.Resource, params.Params.Cluster), err)
 		})
 	p["apply-in-parallel"] = providertypes.GenericProviderFn[kube.ApplyInParallelVars, kube.ApplyInParallelReturns](
 		func(ctx context.Context, params *kube.ApplyInParallelParams) (*kube.ApplyInParallelReturns, error) {
 			ret, err := kube.ApplyInParallel(ctx, params)
-			return ret, failRefused(params.RuntimeParams, "applying objects"+inCluster(params.Params.Cluster), err)
+			return ret, failRefused(ctx, params.RuntimeParams, "applying objects"+inCluster(params.Params.Cluster), err)
 		})
 	p["patch"] = providertypes.NativeProviderFn(func(ctx context.Context, params *providertypes.Params[cue.Value]) (cue.Value, error) {
 		ret, err := kube.Patch(ctx, params)
-		return ret, failRefused(params.RuntimeParams, "patching an object", err)
+		return ret, failRefused(ctx, params.RuntimeParams, "patching an object", err)
 	})
 	p["read"] = providertypes.GenericProviderFn[kube.ResourceVars, kube.ResourceReturns](readObject)
 	p["list"] = providertypes.GenericProviderFn[kube.ResourceVars, kube.ListReturns](listObjects)
@@ -50,12 +50,12 @@ func kubeProviders() map[string]cuexruntime.ProviderFn {
 // failRefused fails the step (what: what was tried) when err is a refusal
 // of the Application's identity or scope, an unknown cluster, or terminal;
 // other errors are returned as they are (the step is retried).
-func failRefused(rt providertypes.RuntimeParams, what string, err error) error {
+func failRefused(ctx context.Context, rt providertypes.RuntimeParams, what string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if tenancy.IsRefusal(err) || IsTerminal(err) || errors.Is(err, multicluster.ErrClusterNotFound) {
-		return fail(rt, fmt.Sprintf("%s: %v", what, err))
+		return fail(ctx, rt, fmt.Sprintf("%s: %v", what, err))
 	}
 	return err
 }
@@ -94,7 +94,7 @@ func appClient(ctx context.Context, rt providertypes.RuntimeParams, cluster stri
 func readObject(ctx context.Context, params *kube.ResourceParams) (*kube.ResourceReturns, error) {
 	obj := params.Params.Resource
 	if obj == nil {
-		return nil, fail(params.RuntimeParams, "vela/kube read: $params.value is required")
+		return nil, fail(ctx, params.RuntimeParams, "vela/kube read: $params.value is required")
 	}
 	key := client.ObjectKeyFromObject(obj)
 	if key.Namespace == "" {
@@ -103,10 +103,10 @@ func readObject(ctx context.Context, params *kube.ResourceParams) (*kube.Resourc
 	what := "reading " + describe(obj, params.Params.Cluster)
 	c, err := appClient(ctx, params.RuntimeParams, params.Params.Cluster)
 	if err != nil {
-		return nil, failRefused(params.RuntimeParams, what, err)
+		return nil, failRefused(ctx, params.RuntimeParams, what, err)
 	}
 	if err := c.Get(ctx, key, obj); err != nil {
-		if ferr := failRefused(params.RuntimeParams, what, err); ferr != err {
+		if ferr := failRefused(ctx, params.RuntimeParams, what, err); ferr != err {
 			return nil, ferr
 		}
 		return &kube.ResourceReturns{Returns: kube.ResourceReturnVars{Resource: obj, Error: err.Error()}}, nil
@@ -117,7 +117,7 @@ func readObject(ctx context.Context, params *kube.ResourceParams) (*kube.Resourc
 func listObjects(ctx context.Context, params *kube.ResourceParams) (*kube.ListReturns, error) {
 	obj := params.Params.Resource
 	if obj == nil {
-		return nil, fail(params.RuntimeParams, "vela/kube list: $params.value is required")
+		return nil, fail(ctx, params.RuntimeParams, "vela/kube list: $params.value is required")
 	}
 	list := &unstructured.UnstructuredList{Object: map[string]any{"kind": obj.GetKind(), "apiVersion": obj.GetAPIVersion()}}
 	var opts []client.ListOption
@@ -129,10 +129,10 @@ func listObjects(ctx context.Context, params *kube.ResourceParams) (*kube.ListRe
 	what := fmt.Sprintf("listing %s in %s%s", obj.GetKind(), namespaceOrAll(ns), inCluster(params.Params.Cluster))
 	c, err := appClient(ctx, params.RuntimeParams, params.Params.Cluster)
 	if err != nil {
-		return nil, failRefused(params.RuntimeParams, what, err)
+		return nil, failRefused(ctx, params.RuntimeParams, what, err)
 	}
 	if err := c.List(ctx, list, opts...); err != nil {
-		if ferr := failRefused(params.RuntimeParams, what, err); ferr != err {
+		if ferr := failRefused(ctx, params.RuntimeParams, what, err); ferr != err {
 			return nil, ferr
 		}
 		return &kube.ListReturns{Returns: kube.ListReturnVars{Resources: list, Error: err.Error()}}, nil
@@ -150,22 +150,22 @@ func namespaceOrAll(ns string) string {
 func deleteObject(ctx context.Context, params *kube.ResourceParams) (*kube.ResourceReturns, error) {
 	obj := params.Params.Resource
 	if obj == nil {
-		return nil, fail(params.RuntimeParams, "vela/kube delete: $params.value is required")
+		return nil, fail(ctx, params.RuntimeParams, "vela/kube delete: $params.value is required")
 	}
 	c, err := appClient(ctx, params.RuntimeParams, params.Params.Cluster)
 	what := "deleting " + describe(obj, params.Params.Cluster)
 	if err != nil {
-		return nil, failRefused(params.RuntimeParams, what, err)
+		return nil, failRefused(ctx, params.RuntimeParams, what, err)
 	}
 	if f := params.Params.Filter; f != nil {
 		what = fmt.Sprintf("deleting %s in %s%s", obj.GetKind(), namespaceOrAll(f.Namespace), inCluster(params.Params.Cluster))
 		sel, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchLabels: f.MatchingLabels})
 		if err != nil {
-			return nil, fail(params.RuntimeParams, fmt.Sprintf("%s: filter.matchingLabels: %v", what, err))
+			return nil, fail(ctx, params.RuntimeParams, fmt.Sprintf("%s: filter.matchingLabels: %v", what, err))
 		}
 		err = c.DeleteAllOf(ctx, obj, &client.DeleteAllOfOptions{ListOptions: client.ListOptions{Namespace: f.Namespace, LabelSelector: sel}})
 		if err != nil {
-			if ferr := failRefused(params.RuntimeParams, what, err); ferr != err {
+			if ferr := failRefused(ctx, params.RuntimeParams, what, err); ferr != err {
 				return nil, ferr
 			}
 			return &kube.ResourceReturns{Returns: kube.ResourceReturnVars{Resource: obj, Error: err.Error()}}, nil
@@ -173,7 +173,7 @@ func deleteObject(ctx context.Context, params *kube.ResourceParams) (*kube.Resou
 		return nil, nil
 	}
 	if err := c.Delete(ctx, obj); err != nil {
-		if ferr := failRefused(params.RuntimeParams, what, err); ferr != err {
+		if ferr := failRefused(ctx, params.RuntimeParams, what, err); ferr != err {
 			return nil, ferr
 		}
 		return &kube.ResourceReturns{Returns: kube.ResourceReturnVars{Resource: obj, Error: err.Error()}}, nil

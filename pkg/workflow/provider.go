@@ -13,6 +13,7 @@ import (
 	"github.com/kubevela/pkg/cue/cuex"
 	cuexruntime "github.com/kubevela/pkg/cue/cuex/runtime"
 	wfContext "github.com/kubevela/workflow/pkg/context"
+	"github.com/kubevela/workflow/pkg/cue/model"
 	"github.com/kubevela/workflow/pkg/cue/model/value"
 	wferrors "github.com/kubevela/workflow/pkg/errors"
 	"github.com/kubevela/workflow/pkg/providers/builtin"
@@ -192,8 +193,15 @@ func legacyOAMProviders() map[string]cuexruntime.ProviderFn {
 }
 
 // fail ends the step as failed (reason Action) with msg; the workflow then
-// fails instead of retrying.
-func fail(rt providertypes.RuntimeParams, msg string) error {
+// fails instead of retrying. The message is kept for the step's status:
+// kubevela/workflow replaces it with its own when the failed step has
+// outputs (which it cannot read), and Execute puts it back.
+func fail(ctx context.Context, rt providertypes.RuntimeParams, msg string) error {
+	if run, ok := runFrom(ctx); ok && rt.ProcessContext != nil {
+		if id, ok := rt.ProcessContext.GetData(model.ContextStepSessionID).(string); ok && id != "" {
+			run.failed(id, msg)
+		}
+	}
 	rt.Action.Fail(msg)
 	return wferrors.GenericActionError(wferrors.ActionTerminate)
 }
@@ -208,7 +216,7 @@ func wait(rt providertypes.RuntimeParams, msg string) error {
 // prepare fills the component-level inputs of comp from the workflow
 // context and merges p.Properties over its properties. A missing input is
 // returned as a wait message; a bad parameterKey fails the step.
-func prepare(comp Component, p componentParams, rt providertypes.RuntimeParams) (ComponentRequest, string, error) {
+func prepare(ctx context.Context, comp Component, p componentParams, rt providertypes.RuntimeParams) (ComponentRequest, string, error) {
 	props := deepCopyMap(comp.Properties)
 	for _, in := range comp.Inputs {
 		v, err := readVar(rt.WorkflowContext, in.From)
@@ -219,7 +227,7 @@ func prepare(comp Component, p componentParams, rt providertypes.RuntimeParams) 
 			continue
 		}
 		if err := setPath(props, in.ParameterKey, v); err != nil {
-			return ComponentRequest{}, "", fail(rt, fmt.Sprintf("component %q input %q: parameterKey %q: %v", comp.Name, in.From, in.ParameterKey, err))
+			return ComponentRequest{}, "", fail(ctx, rt, fmt.Sprintf("component %q input %q: parameterKey %q: %v", comp.Name, in.From, in.ParameterKey, err))
 		}
 	}
 	for k, v := range p.Properties {
@@ -242,7 +250,7 @@ func lookup(ctx context.Context, p componentParams, rt providertypes.RuntimePara
 	}
 	comp, ok := run.deployer.Component(p.Component)
 	if !ok {
-		return nil, Component{}, fail(rt, fmt.Sprintf("component %q is not in spec.components", p.Component))
+		return nil, Component{}, fail(ctx, rt, fmt.Sprintf("component %q is not in spec.components", p.Component))
 	}
 	return run, comp, nil
 }
@@ -252,7 +260,7 @@ func renderComponent(ctx context.Context, p componentParams, rt providertypes.Ru
 	if err != nil {
 		return nil, err
 	}
-	req, waiting, err := prepare(comp, p, rt)
+	req, waiting, err := prepare(ctx, comp, p, rt)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +269,7 @@ func renderComponent(ctx context.Context, p componentParams, rt providertypes.Ru
 	}
 	res, err := run.deployer.Render(ctx, req)
 	if err != nil {
-		return nil, fail(rt, fmt.Sprintf("rendering component %q: %v", req.Name, err))
+		return nil, fail(ctx, rt, fmt.Sprintf("rendering component %q: %v", req.Name, err))
 	}
 	out := &componentReturns{}
 	out.Output, out.Outputs = split(res)
@@ -296,13 +304,13 @@ type applied struct {
 // unhealthy component (when waiting for health) or an output not yet
 // available is returned as a wait message.
 func applyOne(ctx context.Context, run *runValues, comp Component, p componentParams, rt providertypes.RuntimeParams) (applied, error) {
-	req, waiting, err := prepare(comp, p, rt)
+	req, waiting, err := prepare(ctx, comp, p, rt)
 	if err != nil || waiting != "" {
 		return applied{waiting: waiting}, err
 	}
 	res, err := run.deployer.Render(ctx, req)
 	if err != nil {
-		return applied{}, fail(rt, fmt.Sprintf("rendering component %q: %v", req.Name, err))
+		return applied{}, fail(ctx, rt, fmt.Sprintf("rendering component %q: %v", req.Name, err))
 	}
 	objs := make(map[string][]*unstructured.Unstructured)
 	var clusters []string
@@ -320,7 +328,7 @@ func applyOne(ctx context.Context, run *runValues, comp Component, p componentPa
 		if err := run.deployer.Apply(ctx, cl, objs[cl]); err != nil {
 			noteFailedApply(ctx, run, req, res, err)
 			if IsTerminal(err) {
-				return applied{}, fail(rt, fmt.Sprintf("applying component %q: %v", req.Name, err))
+				return applied{}, fail(ctx, rt, fmt.Sprintf("applying component %q: %v", req.Name, err))
 			}
 			return applied{}, fmt.Errorf("applying component %q: %w", req.Name, err)
 		}
