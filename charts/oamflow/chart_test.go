@@ -35,7 +35,11 @@ var valueSets = []struct {
 		"replicas":    2,
 	}},
 	{"webhook off", map[string]any{"webhook": map[string]any{"enabled": false}}},
+	{"lockdown", lockdownValues},
+	{"lockdown with cross-namespace resources", map[string]any{"tenancy": map[string]any{"lockdown": true, "defaultServiceAccount": "deployer", "allowCrossNamespaceResources": true}}},
 }
+
+var lockdownValues = map[string]any{"tenancy": map[string]any{"lockdown": true}}
 
 // TestLint is `helm lint --strict` of the chart with each value set.
 func TestLint(t *testing.T) {
@@ -52,14 +56,24 @@ func TestLint(t *testing.T) {
 // render is `helm template oamflow . -n oamflow-system` with values.
 func render(t *testing.T, values map[string]any) []*unstructured.Unstructured {
 	t.Helper()
-	chrt, err := loader.Load(".")
+	objs, err := renderErr(values)
 	require.NoError(t, err)
+	return objs
+}
+
+func renderErr(values map[string]any) ([]*unstructured.Unstructured, error) {
+	chrt, err := loader.Load(".")
+	if err != nil {
+		return nil, err
+	}
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
 	install.ReleaseName, install.Namespace = "oamflow", releaseNamespace
 	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.34.2", Major: "1", Minor: "34"}
 	rel, err := install.Run(chrt, values)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	var objs []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(rel.Manifest), 4096)
 	for {
@@ -68,12 +82,14 @@ func render(t *testing.T, values map[string]any) []*unstructured.Unstructured {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		require.NoError(t, err)
+		if err != nil {
+			return nil, err
+		}
 		if len(u.Object) > 0 {
 			objs = append(objs, u)
 		}
 	}
-	return objs
+	return objs, nil
 }
 
 // TestTemplateValidatesOnAPIServer sends every object `helm template`
@@ -141,4 +157,78 @@ func TestDeploymentHardening(t *testing.T) {
 	assert.Contains(t, args, "--max-components=500")
 	assert.Contains(t, args, "--max-traits-per-component=50")
 	assert.Contains(t, args, "--max-application-bytes=1048576")
+}
+
+// workloadKinds are resources a lockdown controller must hold no rule on:
+// what Applications deploy, and what would let it read credentials.
+var workloadKinds = map[string]bool{
+	"secrets": true, "serviceaccounts": true, "pods": true, "services": true, "persistentvolumeclaims": true,
+	"deployments": true, "statefulsets": true, "daemonsets": true, "replicasets": true, "jobs": true, "cronjobs": true,
+	"ingresses": true, "networkpolicies": true, "horizontalpodautoscalers": true, "poddisruptionbudgets": true,
+	"roles": true, "rolebindings": true, "clusterroles": true, "clusterrolebindings": true, "namespaces": true, "*": true,
+}
+
+// TestLockdownRBAC is `helm template` of the chart in lockdown mode: the
+// ClusterRole has no rule on Secrets, on workload kinds, or on
+// ServiceAccounts other than impersonating them, and the controller runs
+// with --default-service-account; single-tenant mode still holds the rules
+// Applications acting as the controller need.
+func TestLockdownRBAC(t *testing.T) {
+	clusterRules := func(values map[string]any) (rules []map[string]any, args []string) {
+		for _, obj := range render(t, values) {
+			switch obj.GetKind() {
+			case "ClusterRole":
+				list, _, _ := unstructured.NestedSlice(obj.Object, "rules")
+				for _, r := range list {
+					rules = append(rules, r.(map[string]any))
+				}
+			case "ClusterRoleBinding":
+				name, _, _ := unstructured.NestedString(obj.Object, "roleRef", "name")
+				assert.NotEqual(t, "cluster-admin", name)
+			case "Deployment":
+				containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+				args, _, _ = unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+			}
+		}
+		return rules, args
+	}
+	strs := func(r map[string]any, key string) []string {
+		var out []string
+		list, _ := r[key].([]any)
+		for _, v := range list {
+			out = append(out, v.(string))
+		}
+		return out
+	}
+	rules, args := clusterRules(lockdownValues)
+	require.NotEmpty(t, rules)
+	impersonate := false
+	for _, r := range rules {
+		for _, res := range strs(r, "resources") {
+			if res == "serviceaccounts" {
+				assert.Equal(t, []string{"impersonate"}, strs(r, "verbs"), "ServiceAccounts are only impersonated")
+				impersonate = true
+				continue
+			}
+			assert.False(t, workloadKinds[res], "lockdown ClusterRole has a rule on %s: %v", res, r)
+		}
+	}
+	assert.True(t, impersonate, "the controller impersonates ServiceAccounts")
+	assert.Contains(t, args, "--default-service-account=oamflow-app")
+
+	rules, args = clusterRules(nil)
+	found := map[string]bool{}
+	for _, r := range rules {
+		for _, res := range strs(r, "resources") {
+			found[res] = true
+		}
+	}
+	assert.True(t, found["secrets"] && found["deployments"], "single-tenant mode keeps the rules of what Applications deploy")
+	for _, a := range args {
+		assert.NotContains(t, a, "--default-service-account")
+	}
+
+	_, err := renderErr(map[string]any{"tenancy": map[string]any{"lockdown": true}, "rbac": map[string]any{"clusterAdmin": true}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "tenancy.lockdown and rbac.clusterAdmin exclude each other")
 }

@@ -50,6 +50,7 @@ func bindFlags(fs *flag.FlagSet, o *manager.Options) {
 	fs.IntVar(&o.Budgets.MaxApplicationBytes, appfile.FlagMaxApplicationBytes, d.Budgets.MaxApplicationBytes, "bytes of an Application's spec (as JSON); a larger one is refused by the webhook and the controller")
 	fs.StringVar(&o.Tenancy.DefaultServiceAccount, "default-service-account", "", "lockdown: ServiceAccount, in each Application's namespace, that Applications without the app.oam.dev/service-account-name annotation act as (a namespace without it deploys nothing); empty: such Applications act as the controller itself (single-tenant mode)")
 	fs.Var(optionalBool{&o.Tenancy.AllowCrossNamespace}, "allow-cross-namespace-resources", "let Applications read and write other namespaces than their own (and, on member clusters, their topology's) and cluster-scoped objects (default: false with --default-service-account, true without)")
+	fs.Var(optionalBool{&o.Tenancy.AllowCrossNamespace}, "allow-cross-namespace-resource", "KubeVela's name of --allow-cross-namespace-resources")
 	w, dw := &o.Webhook, d.Webhook
 	// The binary serves the webhook by default (manager.DefaultOptions,
 	// used by tests embedding the controller, does not).

@@ -66,6 +66,9 @@ func TestFlags(t *testing.T) {
 		{"single-tenant without cross-namespace", []string{"--allow-cross-namespace-resources=false"}, func(t *testing.T, o manager.Options) {
 			assert.False(t, o.Tenancy.CrossNamespace())
 		}, ""},
+		{"KubeVela's flag name", []string{"--allow-cross-namespace-resource=false"}, func(t *testing.T, o manager.Options) {
+			assert.False(t, o.Tenancy.CrossNamespace())
+		}, ""},
 		{"bad default ServiceAccount", []string{"--default-service-account=Team:A"}, nil, `--default-service-account "Team:A" is not a ServiceAccount name`},
 		{"no workers", []string{"--concurrent-reconciles=0"}, nil, "--concurrent-reconciles must be at least 1"},
 		{"no retries", []string{"--max-step-retries=0"}, nil, "--max-step-retries must be at least 1"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -57,9 +58,15 @@ func testOptions() manager.Options {
 // and checks that it stopped cleanly.
 func startManager(t *testing.T, o manager.Options) (stop func()) {
 	t.Helper()
+	return startManagerAs(t, env.Config, o)
+}
+
+// startManagerAs is startManager reaching the API server with cfg.
+func startManagerAs(t *testing.T, cfg *rest.Config, o manager.Options) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- manager.Run(ctx, env.Config, o) }()
+	go func() { done <- manager.Run(ctx, cfg, o) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {

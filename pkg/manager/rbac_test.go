@@ -31,6 +31,12 @@ import (
 // chartObjects renders charts/oamflow (release oamflow in oamflow-system)
 // with the default values and returns the objects of the given kinds.
 func chartObjects(t *testing.T, kinds ...string) []*unstructured.Unstructured {
+	return chartRelease(t, "oamflow", nil, kinds...)
+}
+
+// chartRelease renders charts/oamflow as release in oamflow-system with
+// values and returns the objects of the given kinds.
+func chartRelease(t *testing.T, release string, values map[string]any, kinds ...string) []*unstructured.Unstructured {
 	t.Helper()
 	wd, err := filepath.Abs(".")
 	require.NoError(t, err)
@@ -40,9 +46,9 @@ func chartObjects(t *testing.T, kinds ...string) []*unstructured.Unstructured {
 	require.NoError(t, err)
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
-	install.ReleaseName, install.Namespace = "oamflow", "oamflow-system"
+	install.ReleaseName, install.Namespace = release, "oamflow-system"
 	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.34.2", Major: "1", Minor: "34"}
-	rel, err := install.Run(chrt, nil)
+	rel, err := install.Run(chrt, values)
 	require.NoError(t, err)
 	want := map[string]bool{}
 	for _, k := range kinds {

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -207,7 +208,15 @@ func TestLockdown(t *testing.T) {
 	require.NoError(t, ignoreExists(c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-creds", Namespace: b.ns},
 		StringData: map[string]string{"password": "hunter2"}})))
 
-	startManager(t, lockdownOptions(t))
+	// The controller runs as the chart's ServiceAccount with the chart's
+	// lockdown RBAC: nothing on workloads or Secrets outside its namespace.
+	for _, obj := range chartRelease(t, "oamflow-lockdown", map[string]any{"tenancy": map[string]any{"lockdown": true}},
+		"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding") {
+		require.NoError(t, ignoreExists(c.Create(ctx, obj)), "%s %s", obj.GetKind(), obj.GetName())
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:oamflow-system:oamflow-lockdown-controller"}
+	startManagerAs(t, cfg, lockdownOptions(t))
 
 	// The victims: an Application of lock-b, and one of lock-a (another
 	// team sharing the namespace) with a ConfigMap and a Helm release.
