@@ -82,7 +82,7 @@ func deploy(ctx context.Context, p deployParams, rt providertypes.RuntimeParams)
 		return nil, fail(ctx, rt, "this controller cannot run deploy steps")
 	}
 	if len(p.InlinePolicies) > 0 {
-		return nil, fail(rt, "deploy: inlinePolicies are not supported by oamflow; declare the policies in spec.policies and name them in policies")
+		return nil, fail(ctx, rt, "deploy: inlinePolicies are not supported by oamflow; declare the policies in spec.policies and name them in policies")
 	}
 	targets, err := planner.PlanDeploy(ctx, p.Policies)
 	if err != nil {

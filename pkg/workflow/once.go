@@ -124,7 +124,7 @@ func (o onceFn) Call(ctx context.Context, v cue.Value) (cue.Value, error) {
 		// Not kept, the call would be made again on the next evaluation:
 		// the step fails for good instead (no retry, no second call).
 		if rt.Action != nil {
-			return v, fail(rt, msg)
+			return v, fail(ctx, rt, msg)
 		}
 		return v, errors.New(msg)
 	}

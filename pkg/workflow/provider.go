@@ -113,7 +113,7 @@ func (u unsupported) Call(ctx context.Context, v cue.Value) (cue.Value, error) {
 	// (Not RuntimeParamsFrom: outside a workflow run it loads a kubeconfig
 	// and exits the process when there is none.)
 	if act, ok := ctx.Value(providertypes.ActionKey).(wftypes.Action); ok && act != nil {
-		return v, fail(providertypes.RuntimeParams{Action: act}, msg)
+		return v, fail(ctx, providertypes.RuntimeParams{Action: act}, msg)
 	}
 	return v, errors.New(msg)
 }
@@ -243,10 +243,10 @@ func lookup(ctx context.Context, p componentParams, rt providertypes.RuntimePara
 		return nil, Component{}, fmt.Errorf("vela/oam: no Application deployer in this workflow run")
 	}
 	if len(p.Patch) > 0 {
-		return nil, Component{}, fail(rt, fmt.Sprintf("component %q: patch is not supported by oamflow; use a trait or properties", p.Component))
+		return nil, Component{}, fail(ctx, rt, fmt.Sprintf("component %q: patch is not supported by oamflow; use a trait or properties", p.Component))
 	}
 	if p.Component == "" {
-		return nil, Component{}, fail(rt, "no component named: set component (or value, as op.#Load returns it)")
+		return nil, Component{}, fail(ctx, rt, "no component named: set component (or value, as op.#Load returns it)")
 	}
 	comp, ok := run.deployer.Component(p.Component)
 	if !ok {
