@@ -35,6 +35,7 @@ func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, c
 	srv := mgr.GetWebhookServer()
 	apps := oamwebhook.NewApplicationValidator(sources, topologies)
 	apps.Budgets = o.Budgets
+	apps.Identity = &oamwebhook.IdentityChecker{Tenancy: o.Tenancy, Reviews: direct}
 	srv.Register(oamwebhook.ApplicationPath, &admission.Webhook{Handler: apps})
 	srv.Register(oamwebhook.DefinitionPath, &admission.Webhook{Handler: oamwebhook.NewDefinitionValidator()})
 	if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {

@@ -65,7 +65,10 @@ type ApplicationValidator struct {
 	Topologies appfile.Clusters
 	// Budgets bound each Application (appfile.Budgets; zero: the defaults).
 	Budgets appfile.Budgets
-	decoder runtime.Decoder
+	// Identity, when set, checks who the Application would act as
+	// (package tenancy) against the user writing it.
+	Identity *IdentityChecker
+	decoder  runtime.Decoder
 }
 
 // NewApplicationValidator returns a validator parsing against sources and
@@ -104,6 +107,18 @@ func (v *ApplicationValidator) Handle(ctx context.Context, req admission.Request
 		if _, _, err := v.decoder.Decode(req.OldObject.Raw, nil, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old Application: %w", err))
 		}
+	}
+	if v.Identity != nil {
+		refusal, err := v.Identity.Check(ctx, req.UserInfo, old, app)
+		if err != nil {
+			// Who may act as whom cannot be told: refuse rather than admit.
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		if refusal != "" {
+			return admission.Denied(refusal)
+		}
+	}
+	if old != nil {
 		if equality.Semantic.DeepEqual(old.Spec, app.Spec) {
 			return admission.Allowed("spec unchanged")
 		}

@@ -1,0 +1,64 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/tenancy"
+)
+
+// IdentityChecker refuses an Application whose app.oam.dev/service-account-name
+// annotation names a ServiceAccount the user writing it may not act as:
+// the controller would act as that ServiceAccount for the Application, so
+// the writer must be allowed to impersonate it (verb impersonate on
+// serviceaccounts/<name> in the Application's namespace), asked with a
+// SubjectAccessReview. Annotations that name no ServiceAccount are refused
+// with the controller's message in every mode.
+type IdentityChecker struct {
+	// Tenancy is the controller's configuration; the writer is checked in
+	// lockdown only (in single-tenant mode writers of Applications may act as
+	// the controller anyway).
+	Tenancy tenancy.Config
+	// Reviews creates SubjectAccessReviews (the controller's client).
+	Reviews client.Client
+}
+
+// Check returns why app may not be admitted as written by user ("" when
+// it may), or the error that kept it from finding out; old is the
+// Application before an update (nil on create). An unchanged identity is
+// not checked again.
+func (c *IdentityChecker) Check(ctx context.Context, user authenticationv1.UserInfo, old, app *v1beta1.Application) (string, error) {
+	id, err := c.Tenancy.IdentityOf(app)
+	if err != nil {
+		return err.Error(), nil
+	}
+	if !c.Tenancy.Lockdown() || id.Source != tenancy.FromAnnotation {
+		return "", nil
+	}
+	if old != nil && old.Annotations[v1beta1.AnnoServiceAccountName] == app.Annotations[v1beta1.AnnoServiceAccountName] {
+		return "", nil
+	}
+	extra := map[string]authorizationv1.ExtraValue{}
+	for k, v := range user.Extra {
+		extra[k] = authorizationv1.ExtraValue(v)
+	}
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user.Username, Groups: user.Groups, UID: user.UID, Extra: extra,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: id.Namespace, Verb: "impersonate", Resource: "serviceaccounts", Name: id.Name,
+		},
+	}}
+	if err := c.Reviews.Create(ctx, sar); err != nil {
+		return "", fmt.Errorf("asking whether %s may act as %s: %w", user.Username, id, err)
+	}
+	if sar.Status.Allowed {
+		return "", nil
+	}
+	return fmt.Sprintf("application %s/%s: metadata.annotations[%s]: user %q may not act as %s: the Application would act as it, which needs the verb impersonate on serviceaccounts/%s in namespace %s",
+		app.Namespace, app.Name, v1beta1.AnnoServiceAccountName, user.Username, id, id.Name, id.Namespace), nil
+}
