@@ -66,6 +66,10 @@ type AppFile struct {
 	// Source is where the definitions came from (used to re-parse the app
 	// with override policies applied).
 	Source DefinitionSource
+	// contextComponents is context.components of App, built once by Parse
+	// and shared read-only by every component's context (building it per
+	// component made contexts cost O(components²)).
+	contextComponents []any
 }
 
 // Component is one validated component.

@@ -141,6 +141,7 @@ func Parse(ctx context.Context, app *v1beta1.Application, src DefinitionSource, 
 		Engine:         engine,
 		Source:         src,
 	}
+	af.contextComponents = contextComponents(app.Spec.Components)
 	p := &parser{ctx: ctx, src: src, af: af}
 	for _, o := range opts {
 		o(&p.opts)
@@ -402,13 +403,14 @@ func (af *AppFile) Context(name string, o ContextOptions) map[string]any {
 	if o.Major == 0 {
 		o.Major, o.Minor, o.GitVersion, o.Platform = 1, 31, "v1.31.0", "linux/amd64"
 	}
-	var specs []common.ApplicationComponent
-	if af.App != nil {
-		specs = af.App.Spec.Components
-	}
-	comps := make([]any, 0, len(specs))
-	for _, c := range specs {
-		comps = append(comps, map[string]any{"name": c.Name, "type": c.Type})
+	comps := af.contextComponents
+	if comps == nil {
+		// An AppFile not made by Parse.
+		var specs []common.ApplicationComponent
+		if af.App != nil {
+			specs = af.App.Spec.Components
+		}
+		comps = contextComponents(specs)
 	}
 	return map[string]any{
 		"name":           name,
@@ -428,6 +430,16 @@ func (af *AppFile) Context(name string, o ContextOptions) map[string]any {
 		// read it, e.g. in names, and get "" then too).
 		"replicaKey": "",
 	}
+}
+
+// contextComponents is context.components: each component's name and
+// type, in order. Callers share it: never modify it.
+func contextComponents(specs []common.ApplicationComponent) []any {
+	comps := make([]any, 0, len(specs))
+	for _, c := range specs {
+		comps = append(comps, map[string]any{"name": c.Name, "type": c.Type})
+	}
+	return comps
 }
 
 func stringMap(m map[string]string) map[string]any {

@@ -233,6 +233,9 @@ type Template struct {
 	uses [][]string
 	// actions are the provider actions the template uses ("helm.#Render").
 	actions []string
+	// contextFields are the fields of context the template selects
+	// (contextFields); nil: all of them.
+	contextFields map[string]bool
 }
 
 // Warnings returns what compiling found questionable but not wrong: a
@@ -348,7 +351,7 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 		// parameter and context completes; Validate ignores those.)
 		return nil, translate(src, err, "")
 	}
-	t := &Template{src: src, text: text, key: key, gen: e.gen, value: v, imports: imports, labels: topLabels(file), warnings: warnings, unprovided: unprov, file: file.Filename, uses: parameterUses(file), actions: actions}
+	t := &Template{src: src, text: text, key: key, gen: e.gen, value: v, imports: imports, labels: topLabels(file), warnings: warnings, unprovided: unprov, file: file.Filename, uses: parameterUses(file), actions: actions, contextFields: contextFields(file)}
 	// A component's check evaluates the whole template with the context
 	// its rendering uses, and the rendering reuses that evaluation; a
 	// trait, policy or step is rendered with another context (or not at
@@ -432,6 +435,10 @@ func (e *Engine) evalLocked(ctx context.Context, t *Template, fills map[string]a
 		}
 		t = fresh
 	}
+	// Context fields the template never selects cannot change its value:
+	// leaving them out keeps an evaluation's cost independent of the
+	// size of the Application (context.components).
+	fills = pruneContext(t, fills)
 	var (
 		unified cue.Value
 		listAt  map[int]bool

@@ -69,6 +69,7 @@ func (e *Engine) CheckParameter(ctx context.Context, t *Template, props any, cct
 	if err := e.checkInputSize(t.src, props); err != nil {
 		return ParameterCheck{}, err
 	}
+	cctx = t.Context(cctx)
 	key, kerr := Key("parameter", t.key, props, cctx, supplied)
 	if kerr == nil {
 		if r, ok := e.Recall(key); ok {
@@ -678,7 +679,7 @@ func (e *Engine) parameterTemplate(t *Template) *Template {
 	}
 	// The text is the whole template's: if the engine's context is ever
 	// replaced, Eval recompiles from it and checks the whole template.
-	t.params = &Template{src: t.src, text: t.text, key: t.key + "/parameter", gen: e.gen, value: v}
+	t.params = &Template{src: t.src, text: t.text, key: t.key + "/parameter", gen: e.gen, value: v, contextFields: t.contextFields}
 	return t.params
 }
 

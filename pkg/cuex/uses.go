@@ -274,3 +274,108 @@ func equalPath(a, b []string) bool {
 	}
 	return true
 }
+
+// contextFields returns the fields of `context` a template selects
+// (`context.name`, `context["output"]`), or nil when it may use context
+// as a whole value (`x: context`, `let c = context`, `context[k]`): then
+// every field counts. A label named context (the declaration) is not a
+// use. Evaluations fill only the selected fields (see pruneContext), so
+// that a field a template never reads — context.components lists every
+// component of the Application — costs nothing to evaluate.
+func contextFields(f *ast.File) map[string]bool {
+	fields := map[string]bool{}
+	whole := false
+	selected := map[*ast.Ident]bool{}
+	labels := map[*ast.Ident]bool{}
+	ast.Walk(f, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.Field:
+			if id, ok := x.Label.(*ast.Ident); ok {
+				labels[id] = true
+			}
+		case *ast.SelectorExpr:
+			if id, ok := x.X.(*ast.Ident); ok && id.Name == "context" {
+				name, _, err := ast.LabelName(x.Sel)
+				if err != nil || name == "" {
+					whole = true
+					break
+				}
+				fields[name] = true
+				selected[id] = true
+			}
+		case *ast.IndexExpr:
+			if id, ok := x.X.(*ast.Ident); ok && id.Name == "context" {
+				lit, ok := x.Index.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					whole = true
+					break
+				}
+				name, err := literal.Unquote(lit.Value)
+				if err != nil {
+					whole = true
+					break
+				}
+				fields[name] = true
+				selected[id] = true
+			}
+		}
+		return true
+	}, nil)
+	if whole {
+		return nil
+	}
+	ast.Walk(f, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && id.Name == "context" && !selected[id] && !labels[id] {
+			whole = true
+		}
+		return !whole
+	}, nil)
+	if whole {
+		return nil
+	}
+	return fields
+}
+
+// Context returns cctx reduced to the fields of context the template
+// selects (cctx itself when it selects them all or uses context whole;
+// never changed). Its evaluations are the same with either: use it to key
+// results by what they depend on.
+func (t *Template) Context(cctx map[string]any) map[string]any {
+	fills := pruneContext(t, map[string]any{"context": cctx})
+	return fills["context"].(map[string]any)
+}
+
+// pruneContext returns fills with the "context" fill reduced to the
+// fields t selects; fills itself when there is nothing to drop (the
+// caller's map is never changed).
+func pruneContext(t *Template, fills map[string]any) map[string]any {
+	if t.contextFields == nil {
+		return fills
+	}
+	cctx, ok := fills["context"].(map[string]any)
+	if !ok {
+		return fills
+	}
+	drop := false
+	for k := range cctx {
+		if !t.contextFields[k] {
+			drop = true
+			break
+		}
+	}
+	if !drop {
+		return fills
+	}
+	kept := make(map[string]any, len(t.contextFields))
+	for k, v := range cctx {
+		if t.contextFields[k] {
+			kept[k] = v
+		}
+	}
+	out := make(map[string]any, len(fills))
+	for k, v := range fills {
+		out[k] = v
+	}
+	out["context"] = kept
+	return out
+}

@@ -239,6 +239,27 @@ func setIdentity(af *appfile.AppFile, opts Options, ns string, obj *unstructured
 	}
 }
 
+// memoContext is cctx as the key of a remembered result of t: without
+// context.components when t does not read it (hashing every component's
+// name into every component's key made keys cost O(components²)). The
+// other fields stay even when t does not read them: what is done with a
+// result after it is remembered (setIdentity) depends on them.
+func memoContext(t *cuex.Template, cctx map[string]any) map[string]any {
+	if _, ok := cctx["components"]; !ok {
+		return cctx
+	}
+	if _, used := t.Context(cctx)["components"]; used {
+		return cctx
+	}
+	out := make(map[string]any, len(cctx))
+	for k, v := range cctx {
+		if k != "components" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // evalComponent evaluates the component template's output and outputs.
 func evalComponent(ctx context.Context, engine *cuex.Engine, c *appfile.Component, cctx map[string]any) (*rendered, error) {
 	def := c.Definition
@@ -247,7 +268,7 @@ func evalComponent(ctx context.Context, engine *cuex.Engine, c *appfile.Componen
 	if err != nil {
 		return nil, err
 	}
-	key, kerr := cuex.Key("component", t.Hash(), cctx, c.Properties)
+	key, kerr := cuex.Key("component", t.Hash(), memoContext(t, cctx), c.Properties)
 	if kerr == nil {
 		if m, ok := engine.Recall(key); ok {
 			return m.(*rendered).copy(), nil
@@ -331,7 +352,7 @@ func applyTrait(ctx context.Context, engine *cuex.Engine, c *appfile.Component, 
 	cctx["componentType"] = c.Type
 	// The trait's effect is a pure function of its template, context
 	// (which holds the current output and outputs) and properties.
-	key, kerr := cuex.Key("trait", t.Hash(), cctx, tr.Properties)
+	key, kerr := cuex.Key("trait", t.Hash(), memoContext(t, cctx), tr.Properties)
 	if kerr == nil {
 		if m, ok := engine.Recall(key); ok {
 			eff := m.(*rendered).copy()
