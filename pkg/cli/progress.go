@@ -346,7 +346,7 @@ func phaseGlyph(p common.ApplicationPhase, tick int) string {
 // tick animates the spinners. Lines are not clipped.
 func renderFrame(app *v1beta1.Application, elapsed time.Duration, now time.Time, tick int) []string {
 	lines := []string{fmt.Sprintf("%s %s/%s  %s  %s", phaseGlyph(app.Status.Phase, tick), app.Namespace, app.Name, phaseText(app), clock(elapsed))}
-	if r := meta.FindStatusCondition(app.Status.Conditions, "Ready"); r != nil && r.Status != metav1.ConditionTrue && r.Message != "" {
+	if r := meta.FindStatusCondition(app.Status.Conditions, common.ConditionReady); r != nil && r.Status != metav1.ConditionTrue && r.Message != "" {
 		lines = append(lines, "  "+oneLine(r.Message))
 	}
 	var b strings.Builder

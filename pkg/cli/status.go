@@ -451,7 +451,7 @@ func formatStatus(w io.Writer, rep *statusReport, detail bool, now time.Time) er
 		return err
 	}
 
-	ready := meta.FindStatusCondition(rep.Conditions, "Ready")
+	ready := meta.FindStatusCondition(rep.Conditions, common.ConditionReady)
 	var conds []metav1.Condition
 	for _, c := range rep.Conditions {
 		if detail || (ready == nil || ready.Status != metav1.ConditionTrue) && c.Status != metav1.ConditionTrue {

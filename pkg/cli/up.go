@@ -488,7 +488,7 @@ func judge(app *v1beta1.Application, target waitTarget) (verdict, string) {
 	case common.ApplicationRunning:
 		return isRunning, ""
 	case common.ApplicationWorkflowFailed:
-		return hasFailed, "the workflow failed: " + notReadyMessage(app, "Workflow")
+		return hasFailed, "the workflow failed: " + notReadyMessage(app, common.ConditionWorkflow)
 	case common.ApplicationWorkflowTerminated:
 		return hasFailed, "the workflow was terminated (`oamflow workflow restart " + app.Name + "` runs it again)"
 	case common.ApplicationDeleting:
@@ -500,7 +500,7 @@ func judge(app *v1beta1.Application, target waitTarget) (verdict, string) {
 // notReadyMessage is the message of condition typ when it is not True,
 // else of Ready, else the phase.
 func notReadyMessage(app *v1beta1.Application, typ string) string {
-	for _, t := range []string{typ, "Ready"} {
+	for _, t := range []string{typ, common.ConditionReady} {
 		if c := meta.FindStatusCondition(app.Status.Conditions, t); c != nil && c.Status != metav1.ConditionTrue && c.Message != "" {
 			return oneLine(c.Message)
 		}
@@ -569,7 +569,7 @@ func (w *appWaiter) timeoutError(ctx context.Context, last *v1beta1.Application,
 		where = "phase " + phaseText(last)
 		if last.Status.ObservedGeneration < w.target.generation {
 			where += fmt.Sprintf(", the controller has not seen generation %d yet (is oamflow-controller running?)", w.target.generation)
-		} else if msg := notReadyMessage(last, "Ready"); !strings.HasPrefix(msg, "phase ") {
+		} else if msg := notReadyMessage(last, common.ConditionReady); !strings.HasPrefix(msg, "phase ") {
 			where += ": " + msg
 		}
 	}

@@ -46,10 +46,6 @@ type appDeployer struct {
 	recorder record.EventRecorder
 }
 
-// ReasonAccessDenied is the Warning Event reason of a write the
-// Application's identity or scope does not allow.
-const ReasonAccessDenied = "AccessDenied"
-
 // renderCache holds components rendered by the render phase with their
 // own properties for the hub and the Application's namespace; each is
 // handed out once, to the step that applies it in the same reconcile.
@@ -201,7 +197,7 @@ func (d *appDeployer) Apply(ctx context.Context, cluster string, objs []*unstruc
 	switch {
 	case tenancy.IsRefusal(err):
 		if d.recorder != nil && d.app != nil {
-			d.recorder.Event(d.app, corev1.EventTypeWarning, ReasonAccessDenied, err.Error())
+			d.recorder.Event(d.app, corev1.EventTypeWarning, common.ReasonAccessDenied, err.Error())
 		}
 		return workflow.Terminal(err)
 	case errors.As(err, &own) || errors.As(err, &ro):

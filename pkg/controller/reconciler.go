@@ -346,8 +346,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if p := recover(); p != nil {
 			log.Error(fmt.Errorf("%v", p), "reconcile panicked", "stack", string(debug.Stack()))
 			retErr = fmt.Errorf("internal error reconciling %s: %v", req.NamespacedName, p)
-			setCondition(app, ConditionReady, false, ReasonReconcilePanic, retErr.Error())
-			r.recorder.Event(app, "Warning", ReasonReconcilePanic, retErr.Error())
+			setCondition(app, common.ConditionReady, false, common.ReasonReconcilePanic, retErr.Error())
+			r.recorder.Event(app, "Warning", common.ReasonReconcilePanic, retErr.Error())
 			if err := r.patchStatus(ctx, s); err != nil {
 				log.Error(err, "patching status after a panic")
 			}
@@ -514,7 +514,7 @@ func (r *Reconciler) revision(ctx context.Context, s *scope) error {
 			s.rev, created = rev, true
 			s.log.Info("created application revision", "revision", rev.Name, "reason", s.why)
 			for _, w := range s.warnings {
-				r.recorder.Event(app, "Warning", ReasonValidationWarning, w)
+				r.recorder.Event(app, "Warning", common.ReasonValidationWarning, w)
 			}
 		}
 	}
@@ -564,7 +564,7 @@ func (r *Reconciler) identity(ctx context.Context, s *scope) error {
 	app := s.app
 	if s.tenantErr != nil {
 		err := &userError{err: s.tenantErr}
-		setIdentityCondition(app, tenancy.Identity{}, ReasonInvalidIdentity, err)
+		setIdentityCondition(app, tenancy.Identity{}, common.ReasonInvalidIdentity, err)
 		return err
 	}
 	id := s.tenant.Identity
@@ -577,7 +577,7 @@ func (r *Reconciler) identity(ctx context.Context, s *scope) error {
 		switch {
 		case apierrors.IsNotFound(err):
 			uerr := &userError{err: fmt.Errorf("ServiceAccount %s/%s does not exist: nothing is deployed until it does (%s)", id.Namespace, id.Name, id.Describe())}
-			setIdentityCondition(app, id, ReasonServiceAccountNotFound, uerr)
+			setIdentityCondition(app, id, common.ReasonServiceAccountNotFound, uerr)
 			s.requeueAfter(30 * time.Second)
 			return uerr
 		case err != nil && !apierrors.IsForbidden(err):
@@ -599,7 +599,7 @@ func (r *Reconciler) identity(ctx context.Context, s *scope) error {
 // the run's first pass.
 func (r *Reconciler) render(ctx context.Context, s *scope) error {
 	app := s.app
-	if c := meta.FindStatusCondition(app.Status.Conditions, ConditionRender); !s.startsRun() && c != nil && c.Status == metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(app.Status.Conditions, common.ConditionRender); !s.startsRun() && c != nil && c.Status == metav1.ConditionTrue {
 		return nil
 	}
 	d := r.deployer(s)
@@ -620,7 +620,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) error {
 		}
 		cache.put(comp.Name, res)
 		for _, w := range render.AppliesToWarnings(s.af, res) {
-			r.recorder.Event(app, "Warning", ReasonValidationWarning, w)
+			r.recorder.Event(app, "Warning", common.ReasonValidationWarning, w)
 		}
 	}
 	s.prerendered = cache
@@ -731,7 +731,7 @@ func (s *scope) stopUnlessSucceeded() error {
 func (r *Reconciler) checkHealth(ctx context.Context, s *scope) error {
 	app := s.app
 	s.ready.checked = true
-	if s.justFinished || readyReason(app) == ReasonGarbageCollectFailed {
+	if s.justFinished || readyReason(app) == common.ReasonGarbageCollectFailed {
 		done, err := s.keeper.GarbageCollect(ctx)
 		if err != nil {
 			s.ready.gcErr = err
@@ -804,7 +804,7 @@ func (r *Reconciler) checkHealth(ctx context.Context, s *scope) error {
 
 func readyReason(app *v1beta1.Application) string {
 	for _, c := range app.Status.Conditions {
-		if c.Type == ConditionReady {
+		if c.Type == common.ConditionReady {
 			return c.Reason
 		}
 	}
@@ -867,7 +867,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, app *v1beta1.Applicati
 		}
 		before := app.DeepCopy()
 		app.Status.Phase = common.ApplicationDeleting
-		setCondition(app, ConditionReady, false, ReasonDeleting, what)
+		setCondition(app, common.ConditionReady, false, common.ReasonDeleting, what)
 		r.recorder.Event(app, "Normal", phaseReason(common.ApplicationDeleting), what)
 		if err := r.client.Status().Patch(ctx, app, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, fmt.Errorf("patching status of %s/%s: %w", app.Namespace, app.Name, err)

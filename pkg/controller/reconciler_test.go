@@ -341,7 +341,7 @@ func TestExampleAppLifecycle(t *testing.T) {
 	}
 	assert.NotEmpty(t, got.Status.AppliedResources)
 	assert.Equal(t, got.Generation, got.Status.ObservedGeneration)
-	ready := meta.FindStatusCondition(got.Status.Conditions, ConditionReady)
+	ready := meta.FindStatusCondition(got.Status.Conditions, common.ConditionReady)
 	require.NotNil(t, ready)
 	assert.Equal(t, metav1.ConditionTrue, ready.Status)
 	rev1 := &v1beta1.ApplicationRevision{}
@@ -479,8 +479,8 @@ components:
 	d.Status.ReadyReplicas, d.Status.AvailableReplicas = 0, 0
 	require.NoError(t, env(t).Client.Status().Update(context.Background(), d))
 	got := h.until(app, false, 10*time.Second, phaseIs(common.ApplicationUnhealthy))
-	ready := meta.FindStatusCondition(got.Status.Conditions, ConditionReady)
-	assert.Equal(t, ReasonUnhealthy, ready.Reason)
+	ready := meta.FindStatusCondition(got.Status.Conditions, common.ConditionReady)
+	assert.Equal(t, common.ReasonUnhealthy, ready.Reason)
 	assert.Contains(t, ready.Message, "web")
 	assert.Contains(t, strings.Join(h.events(), "\n"), "Warning Unhealthy")
 	h.until(app, true, 10*time.Second, phaseIs(common.ApplicationRunning))
@@ -502,9 +502,9 @@ components:
 	assert.Zero(t, res.RequeueAfter)
 	got := h.get(app)
 	assert.Equal(t, common.ApplicationWorkflowFailed, got.Status.Phase)
-	parsed := meta.FindStatusCondition(got.Status.Conditions, ConditionParsed)
+	parsed := meta.FindStatusCondition(got.Status.Conditions, common.ConditionParsed)
 	require.NotNil(t, parsed)
-	assert.Equal(t, ReasonInvalidApplication, parsed.Reason)
+	assert.Equal(t, common.ReasonInvalidApplication, parsed.Reason)
 	assert.Contains(t, parsed.Message, "spec.components[0].type")
 	assert.Contains(t, parsed.Message, "spec.components[1].properties.image")
 	assert.Contains(t, strings.Join(h.events(), "\n"), "Warning WorkflowFailed")
@@ -541,15 +541,15 @@ components:
 	assert.Zero(t, res.RequeueAfter)
 	got := h.get(app)
 	assert.Equal(t, common.ApplicationWorkflowFailed, got.Status.Phase)
-	rc := meta.FindStatusCondition(got.Status.Conditions, ConditionRender)
+	rc := meta.FindStatusCondition(got.Status.Conditions, common.ConditionRender)
 	require.NotNil(t, rc)
 	assert.Equal(t, metav1.ConditionFalse, rc.Status)
-	assert.Equal(t, ReasonRenderFailed, rc.Reason)
+	assert.Equal(t, common.ReasonRenderFailed, rc.Reason)
 	assert.Contains(t, rc.Message, "spec.components[1]")
 	assert.Contains(t, rc.Message, "broken")
 	assert.Contains(t, rc.Message, "output.spec.replicas")
-	ready := meta.FindStatusCondition(got.Status.Conditions, ConditionReady)
-	assert.Equal(t, ReasonRenderFailed, ready.Reason)
+	ready := meta.FindStatusCondition(got.Status.Conditions, common.ConditionReady)
+	assert.Equal(t, common.ReasonRenderFailed, ready.Reason)
 	assert.Contains(t, strings.Join(h.events(), "\n"), "Warning WorkflowFailed")
 	assert.Nil(t, got.Status.Workflow, "the workflow did not start")
 	for _, name := range []string{"ok", "broken"} {
@@ -585,10 +585,10 @@ components:
 	_, err := h.reconcile(app)
 	require.NoError(t, err)
 	got := h.get(app)
-	rc := meta.FindStatusCondition(got.Status.Conditions, ConditionRender)
+	rc := meta.FindStatusCondition(got.Status.Conditions, common.ConditionRender)
 	require.NotNil(t, rc)
 	assert.Equal(t, metav1.ConditionTrue, rc.Status)
-	assert.Equal(t, ReasonRendered, rc.Reason)
+	assert.Equal(t, common.ReasonRendered, rc.Reason)
 	assert.Equal(t, "1 components rendered; 1 wait for workflow inputs or override policies and render in their step", rc.Message)
 	assert.Equal(t, common.ApplicationRunningWorkflow, got.Status.Phase)
 }
@@ -609,13 +609,13 @@ components:
 	// way the reconcile survives and the status says what happened.
 	got := h.get(app)
 	if err != nil {
-		ready := meta.FindStatusCondition(got.Status.Conditions, ConditionReady)
-		assert.Equal(t, ReasonReconcilePanic, ready.Reason)
+		ready := meta.FindStatusCondition(got.Status.Conditions, common.ConditionReady)
+		assert.Equal(t, common.ReasonReconcilePanic, ready.Reason)
 		return
 	}
 	got = h.until(app, false, 30*time.Second, func(a *v1beta1.Application) bool { return a.Status.Workflow != nil && a.Status.Workflow.Finished })
 	assert.Equal(t, common.ApplicationWorkflowFailed, got.Status.Phase)
-	assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, ConditionWorkflow).Message, "boom")
+	assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, common.ConditionWorkflow).Message, "boom")
 }
 
 func TestPublishVersionPinsTheRevision(t *testing.T) {
@@ -760,9 +760,9 @@ components:
 	require.NotPanics(t, func() { _, err = h.reconcile(app) })
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "parser exploded")
-	ready := meta.FindStatusCondition(h.get(app).Status.Conditions, ConditionReady)
+	ready := meta.FindStatusCondition(h.get(app).Status.Conditions, common.ConditionReady)
 	require.NotNil(t, ready)
-	assert.Equal(t, ReasonReconcilePanic, ready.Reason)
+	assert.Equal(t, common.ReasonReconcilePanic, ready.Reason)
 	assert.Contains(t, strings.Join(h.events(), "\n"), "Warning ReconcilePanic")
 }
 
@@ -805,7 +805,7 @@ components:
 	h.until(first, true, 60*time.Second, phaseIs(common.ApplicationRunning))
 	second := h.app("second", spec)
 	got := h.until(second, true, 30*time.Second, phaseIs(common.ApplicationWorkflowFailed))
-	wc := meta.FindStatusCondition(got.Status.Conditions, ConditionWorkflow)
+	wc := meta.FindStatusCondition(got.Status.Conditions, common.ConditionWorkflow)
 	assert.Contains(t, wc.Message, "first", "the error names the owner")
 	assert.Contains(t, strings.Join(h.events(), "\n"), "Warning WorkflowFailed")
 	d, _ := h.deployment("web")

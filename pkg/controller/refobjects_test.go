@@ -147,7 +147,7 @@ components:
     - {resource: configmaps, name: settings}
 `)
 	got := h.until(refused, false, 30*time.Second, phaseIs(common.ApplicationWorkflowFailed))
-	assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, ConditionWorkflow).Message, "settings")
+	assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, common.ConditionWorkflow).Message, "settings")
 
 	app := h.app("owner", `
 components:

@@ -16,71 +16,6 @@ import (
 	"github.com/oamflow/oamflow/pkg/workflow"
 )
 
-// Condition types of an Application, one per reconcile phase; Ready sums
-// them up.
-const (
-	ConditionParsed   = "Parsed"
-	ConditionRevision = "Revision"
-	ConditionPolicy   = "Policy"
-	ConditionRender   = "Render"
-	ConditionWorkflow = "Workflow"
-	ConditionReady    = "Ready"
-	// ConditionIdentity says who the controller acts as for the
-	// Application (package tenancy); False: nothing is deployed.
-	ConditionIdentity = "Identity"
-)
-
-// Condition reasons (CamelCase, stable). Reasons starting with "Invalid"
-// are the user's to fix; the other False reasons are retried.
-const (
-	ReasonParsed             = "Parsed"
-	ReasonInvalidApplication = "InvalidApplication"
-	ReasonParseError         = "ParseError"
-
-	ReasonRevisionCreated   = "RevisionCreated"
-	ReasonRevisionUnchanged = "RevisionUnchanged"
-	ReasonRevisionError     = "RevisionError"
-
-	// Identity reasons: acting as a ServiceAccount or as the controller
-	// (single-tenant mode); the annotation does not name a ServiceAccount,
-	// or the ServiceAccount does not exist (both the user's to fix).
-	ReasonServiceAccount         = "ServiceAccount"
-	ReasonSingleTenant           = "SingleTenant"
-	ReasonInvalidIdentity        = "InvalidIdentity"
-	ReasonServiceAccountNotFound = "ServiceAccountNotFound"
-
-	ReasonPoliciesReady = "PoliciesReady"
-	ReasonInvalidPolicy = "InvalidPolicy"
-	ReasonPolicyError   = "PolicyError"
-
-	// ReasonRenderFailed: a component's template failed with its
-	// properties; like the Invalid reasons it is the user's (or the
-	// definition author's) to fix and ends the run as workflowFailed.
-	ReasonRendered     = "Rendered"
-	ReasonRenderFailed = "RenderFailed"
-
-	ReasonWorkflowSucceeded  = "WorkflowSucceeded"
-	ReasonWorkflowRunning    = "WorkflowRunning"
-	ReasonWorkflowSuspended  = "WorkflowSuspended"
-	ReasonWorkflowFailed     = "WorkflowFailed"
-	ReasonWorkflowTerminated = "WorkflowTerminated"
-	ReasonInvalidWorkflow    = "InvalidWorkflow"
-	ReasonWorkflowError      = "WorkflowError"
-
-	ReasonRunning              = "Running"
-	ReasonUnhealthy            = "Unhealthy"
-	ReasonGarbageCollectFailed = "GarbageCollectFailed"
-	ReasonHealthCheckError     = "HealthCheckError"
-	ReasonNotReady             = "NotReady"
-	ReasonReconcilePanic       = "ReconcilePanic"
-	ReasonDeleting             = "Deleting"
-)
-
-// ReasonValidationWarning is the reason of the Warning events that report
-// what validation warns about when a revision is made (a trait outside its
-// appliesToWorkloads): the Application is deployed anyway.
-const ReasonValidationWarning = "ValidationWarning"
-
 func setCondition(app *v1beta1.Application, typ string, ok bool, reason, msg string) {
 	status := metav1.ConditionFalse
 	if ok {
@@ -108,11 +43,11 @@ func (e *userError) Unwrap() error { return e.err }
 func setParsedCondition(app *v1beta1.Application, source string, err error) {
 	switch {
 	case err == nil:
-		setCondition(app, ConditionParsed, true, ReasonParsed, source)
+		setCondition(app, common.ConditionParsed, true, common.ReasonParsed, source)
 	case isUserError(err):
-		setCondition(app, ConditionParsed, false, ReasonInvalidApplication, err.Error())
+		setCondition(app, common.ConditionParsed, false, common.ReasonInvalidApplication, err.Error())
 	default:
-		setCondition(app, ConditionParsed, false, ReasonParseError, err.Error())
+		setCondition(app, common.ConditionParsed, false, common.ReasonParseError, err.Error())
 	}
 }
 
@@ -123,17 +58,17 @@ func setParsedCondition(app *v1beta1.Application, source string, err error) {
 // RevisionUnchanged); RevisionUnchanged is for a spec that went back to
 // an existing revision, or a condition lost since.
 func setRevisionCondition(app *v1beta1.Application, rev string, created bool, why string, err error) {
-	prev := meta.FindStatusCondition(app.Status.Conditions, ConditionRevision)
+	prev := meta.FindStatusCondition(app.Status.Conditions, common.ConditionRevision)
 	switch {
 	case err != nil:
-		setCondition(app, ConditionRevision, false, ReasonRevisionError, err.Error())
+		setCondition(app, common.ConditionRevision, false, common.ReasonRevisionError, err.Error())
 	case created:
-		setCondition(app, ConditionRevision, true, ReasonRevisionCreated, fmt.Sprintf("created revision %s (%s)", rev, why))
-	case prev != nil && prev.Status == metav1.ConditionTrue && prev.Reason == ReasonRevisionCreated &&
+		setCondition(app, common.ConditionRevision, true, common.ReasonRevisionCreated, fmt.Sprintf("created revision %s (%s)", rev, why))
+	case prev != nil && prev.Status == metav1.ConditionTrue && prev.Reason == common.ReasonRevisionCreated &&
 		strings.HasPrefix(prev.Message, "created revision "+rev+" "):
-		setCondition(app, ConditionRevision, true, ReasonRevisionCreated, prev.Message)
+		setCondition(app, common.ConditionRevision, true, common.ReasonRevisionCreated, prev.Message)
 	default:
-		setCondition(app, ConditionRevision, true, ReasonRevisionUnchanged, fmt.Sprintf("deploying revision %s", rev))
+		setCondition(app, common.ConditionRevision, true, common.ReasonRevisionUnchanged, fmt.Sprintf("deploying revision %s", rev))
 	}
 }
 
@@ -142,32 +77,32 @@ func setRevisionCondition(app *v1beta1.Application, rev string, created bool, wh
 func setPolicyCondition(app *v1beta1.Application, policies int, err error) {
 	switch {
 	case err == nil:
-		setCondition(app, ConditionPolicy, true, ReasonPoliciesReady, fmt.Sprintf("%d policies", policies))
+		setCondition(app, common.ConditionPolicy, true, common.ReasonPoliciesReady, fmt.Sprintf("%d policies", policies))
 	case isUserError(err):
-		setCondition(app, ConditionPolicy, false, ReasonInvalidPolicy, err.Error())
+		setCondition(app, common.ConditionPolicy, false, common.ReasonInvalidPolicy, err.Error())
 	default:
-		setCondition(app, ConditionPolicy, false, ReasonPolicyError, err.Error())
+		setCondition(app, common.ConditionPolicy, false, common.ReasonPolicyError, err.Error())
 	}
 }
 
 // setIdentityCondition records who the controller acts as for the
 // Application (id.Describe()), or why it acts as no one: err is a
-// *userError, its reason one of ReasonInvalidIdentity and
-// ReasonServiceAccountNotFound.
+// *userError, its reason one of common.ReasonInvalidIdentity and
+// common.ReasonServiceAccountNotFound.
 func setIdentityCondition(app *v1beta1.Application, id tenancy.Identity, reason string, err error) {
 	switch {
 	case err != nil:
-		setCondition(app, ConditionIdentity, false, reason, err.Error())
+		setCondition(app, common.ConditionIdentity, false, reason, err.Error())
 	case id.IsController():
-		setCondition(app, ConditionIdentity, true, ReasonSingleTenant, id.Describe())
+		setCondition(app, common.ConditionIdentity, true, common.ReasonSingleTenant, id.Describe())
 	default:
-		setCondition(app, ConditionIdentity, true, ReasonServiceAccount, id.Describe())
+		setCondition(app, common.ConditionIdentity, true, common.ReasonServiceAccount, id.Describe())
 	}
 }
 
 // identityRefused returns the Identity condition when it is False.
 func identityRefused(app *v1beta1.Application) *metav1.Condition {
-	if c := meta.FindStatusCondition(app.Status.Conditions, ConditionIdentity); c != nil && c.Status != metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(app.Status.Conditions, common.ConditionIdentity); c != nil && c.Status != metav1.ConditionTrue {
 		return c
 	}
 	return nil
@@ -180,14 +115,14 @@ func identityRefused(app *v1beta1.Application) *metav1.Condition {
 // way every time).
 func setRenderCondition(app *v1beta1.Application, rendered, deferred int, err error) {
 	if err != nil {
-		setCondition(app, ConditionRender, false, ReasonRenderFailed, err.Error())
+		setCondition(app, common.ConditionRender, false, common.ReasonRenderFailed, err.Error())
 		return
 	}
 	msg := fmt.Sprintf("%d components rendered", rendered)
 	if deferred > 0 {
 		msg += fmt.Sprintf("; %d wait for workflow inputs or override policies and render in their step", deferred)
 	}
-	setCondition(app, ConditionRender, true, ReasonRendered, msg)
+	setCondition(app, common.ConditionRender, true, common.ReasonRendered, msg)
 }
 
 // setWorkflowCondition records the workflow phase from status.workflow, or
@@ -196,17 +131,17 @@ func setWorkflowCondition(app *v1beta1.Application, err error) {
 	st := app.Status.Workflow
 	switch {
 	case err != nil && isUserError(err):
-		setCondition(app, ConditionWorkflow, false, ReasonInvalidWorkflow, err.Error())
+		setCondition(app, common.ConditionWorkflow, false, common.ReasonInvalidWorkflow, err.Error())
 	case err != nil:
-		setCondition(app, ConditionWorkflow, false, ReasonWorkflowError, err.Error())
+		setCondition(app, common.ConditionWorkflow, false, common.ReasonWorkflowError, err.Error())
 	case st == nil:
-		setCondition(app, ConditionWorkflow, false, ReasonWorkflowRunning, "the workflow has not started")
+		setCondition(app, common.ConditionWorkflow, false, common.ReasonWorkflowRunning, "the workflow has not started")
 	case st.Status == wfv1alpha1.WorkflowStateSucceeded:
-		setCondition(app, ConditionWorkflow, true, ReasonWorkflowSucceeded, fmt.Sprintf("revision %s deployed", st.AppRevision))
+		setCondition(app, common.ConditionWorkflow, true, common.ReasonWorkflowSucceeded, fmt.Sprintf("revision %s deployed", st.AppRevision))
 	case st.Status == wfv1alpha1.WorkflowStateFailed:
-		setCondition(app, ConditionWorkflow, false, ReasonWorkflowFailed, failureMessage(st))
+		setCondition(app, common.ConditionWorkflow, false, common.ReasonWorkflowFailed, failureMessage(st))
 	case st.Status == wfv1alpha1.WorkflowStateTerminated:
-		setCondition(app, ConditionWorkflow, false, ReasonWorkflowTerminated, "the workflow was terminated; restart it to deploy again")
+		setCondition(app, common.ConditionWorkflow, false, common.ReasonWorkflowTerminated, "the workflow was terminated; restart it to deploy again")
 	case st.Suspend || st.Status == wfv1alpha1.WorkflowStateSuspending:
 		msg := "the workflow is suspended; resume it to go on"
 		if path, step, ok := workflow.CurrentStep(st); ok && step.Phase == wfv1alpha1.WorkflowStepPhaseSuspending {
@@ -216,7 +151,7 @@ func setWorkflowCondition(app *v1beta1.Application, err error) {
 			}
 			msg += fmt.Sprintf("; resume it with `oamflow workflow resume %s` (a suspend step with a duration also resumes by itself)", app.Name)
 		}
-		setCondition(app, ConditionWorkflow, false, ReasonWorkflowSuspended, msg)
+		setCondition(app, common.ConditionWorkflow, false, common.ReasonWorkflowSuspended, msg)
 	default:
 		msg := "the workflow is running"
 		if path, step, ok := workflow.CurrentStep(st); ok {
@@ -225,7 +160,7 @@ func setWorkflowCondition(app *v1beta1.Application, err error) {
 				msg += ": " + step.Message
 			}
 		}
-		setCondition(app, ConditionWorkflow, false, ReasonWorkflowRunning, msg)
+		setCondition(app, common.ConditionWorkflow, false, common.ReasonWorkflowRunning, msg)
 	}
 }
 
@@ -250,7 +185,7 @@ func failureMessage(st *common.WorkflowStatus) string {
 // phaseConditions are the conditions of the reconcile phases in order;
 // Ready sums them up.
 func phaseConditions() []string {
-	return []string{ConditionParsed, ConditionRevision, ConditionPolicy, ConditionRender, ConditionWorkflow}
+	return []string{common.ConditionParsed, common.ConditionRevision, common.ConditionPolicy, common.ConditionRender, common.ConditionWorkflow}
 }
 
 // readyInput is what the health phase learned.
@@ -268,37 +203,37 @@ type readyInput struct {
 // of the first phase that is not done.
 func setReadyCondition(app *v1beta1.Application, in readyInput) {
 	if c := identityRefused(app); c != nil {
-		setCondition(app, ConditionReady, false, c.Reason, c.Message)
+		setCondition(app, common.ConditionReady, false, c.Reason, c.Message)
 		return
 	}
 	for _, typ := range phaseConditions() {
 		c := meta.FindStatusCondition(app.Status.Conditions, typ)
 		if c == nil {
-			setCondition(app, ConditionReady, false, ReasonNotReady, fmt.Sprintf("%s has not been checked yet", typ))
+			setCondition(app, common.ConditionReady, false, common.ReasonNotReady, fmt.Sprintf("%s has not been checked yet", typ))
 			return
 		}
 		if c.Status != metav1.ConditionTrue {
-			setCondition(app, ConditionReady, false, c.Reason, c.Message)
+			setCondition(app, common.ConditionReady, false, c.Reason, c.Message)
 			return
 		}
 	}
 	if !in.checked {
-		setCondition(app, ConditionReady, false, ReasonNotReady, "health has not been checked yet")
+		setCondition(app, common.ConditionReady, false, common.ReasonNotReady, "health has not been checked yet")
 		return
 	}
 	if in.healthErr != nil {
-		setCondition(app, ConditionReady, false, ReasonHealthCheckError, in.healthErr.Error())
+		setCondition(app, common.ConditionReady, false, common.ReasonHealthCheckError, in.healthErr.Error())
 		return
 	}
 	if msg := unhealthyMessage(app.Status.Services); msg != "" {
-		setCondition(app, ConditionReady, false, ReasonUnhealthy, msg)
+		setCondition(app, common.ConditionReady, false, common.ReasonUnhealthy, msg)
 		return
 	}
 	if in.gcErr != nil {
-		setCondition(app, ConditionReady, false, ReasonGarbageCollectFailed, "garbage collection of resources the new revision dropped failed (retrying): "+in.gcErr.Error())
+		setCondition(app, common.ConditionReady, false, common.ReasonGarbageCollectFailed, "garbage collection of resources the new revision dropped failed (retrying): "+in.gcErr.Error())
 		return
 	}
-	setCondition(app, ConditionReady, true, ReasonRunning, fmt.Sprintf("%d components healthy", len(app.Status.Services)))
+	setCondition(app, common.ConditionReady, true, common.ReasonRunning, fmt.Sprintf("%d components healthy", len(app.Status.Services)))
 }
 
 // unhealthyMessage lists the unhealthy services ("" when all are healthy).
@@ -339,47 +274,47 @@ func computePhase(app *v1beta1.Application) common.ApplicationPhase {
 	if identityRefused(app) != nil {
 		return common.ApplicationWorkflowFailed
 	}
-	parsed := cond(ConditionParsed)
+	parsed := cond(common.ConditionParsed)
 	if parsed == nil {
 		return common.ApplicationStarting
 	}
 	if parsed.Status != metav1.ConditionTrue {
-		if parsed.Reason == ReasonInvalidApplication {
+		if parsed.Reason == common.ReasonInvalidApplication {
 			return common.ApplicationWorkflowFailed
 		}
 		return common.ApplicationRendering
 	}
-	if c := cond(ConditionRevision); c == nil || c.Status != metav1.ConditionTrue {
+	if c := cond(common.ConditionRevision); c == nil || c.Status != metav1.ConditionTrue {
 		return common.ApplicationRendering
 	}
-	if c := cond(ConditionPolicy); c == nil || c.Status != metav1.ConditionTrue {
-		if c != nil && c.Reason == ReasonInvalidPolicy {
+	if c := cond(common.ConditionPolicy); c == nil || c.Status != metav1.ConditionTrue {
+		if c != nil && c.Reason == common.ReasonInvalidPolicy {
 			return common.ApplicationWorkflowFailed
 		}
 		return common.ApplicationPolicyGenerating
 	}
-	if c := cond(ConditionRender); c == nil || c.Status != metav1.ConditionTrue {
-		if c != nil && c.Reason == ReasonRenderFailed {
+	if c := cond(common.ConditionRender); c == nil || c.Status != metav1.ConditionTrue {
+		if c != nil && c.Reason == common.ReasonRenderFailed {
 			return common.ApplicationWorkflowFailed
 		}
 		return common.ApplicationRendering
 	}
-	wf := cond(ConditionWorkflow)
+	wf := cond(common.ConditionWorkflow)
 	if wf == nil {
 		return common.ApplicationRunningWorkflow
 	}
 	switch wf.Reason {
-	case ReasonWorkflowFailed, ReasonInvalidWorkflow:
+	case common.ReasonWorkflowFailed, common.ReasonInvalidWorkflow:
 		return common.ApplicationWorkflowFailed
-	case ReasonWorkflowTerminated:
+	case common.ReasonWorkflowTerminated:
 		return common.ApplicationWorkflowTerminated
-	case ReasonWorkflowSuspended:
+	case common.ReasonWorkflowSuspended:
 		return common.ApplicationWorkflowSuspending
-	case ReasonWorkflowSucceeded:
+	case common.ReasonWorkflowSucceeded:
 	default:
 		return common.ApplicationRunningWorkflow
 	}
-	if r := cond(ConditionReady); r != nil && r.Status == metav1.ConditionTrue {
+	if r := cond(common.ConditionReady); r != nil && r.Status == metav1.ConditionTrue {
 		return common.ApplicationRunning
 	}
 	return common.ApplicationUnhealthy
@@ -395,13 +330,13 @@ func phaseEvent(app *v1beta1.Application, phase common.ApplicationPhase) (eventT
 	}
 	reason = phaseReason(phase)
 	msg = fmt.Sprintf("phase %s", phase)
-	for _, typ := range append([]string{ConditionIdentity}, append(phaseConditions(), ConditionReady)...) {
+	for _, typ := range append([]string{common.ConditionIdentity}, append(phaseConditions(), common.ConditionReady)...) {
 		c := meta.FindStatusCondition(app.Status.Conditions, typ)
 		if c != nil && c.Status != metav1.ConditionTrue {
 			return eventType, reason, msg + ": " + c.Message
 		}
 	}
-	if c := meta.FindStatusCondition(app.Status.Conditions, ConditionReady); c != nil {
+	if c := meta.FindStatusCondition(app.Status.Conditions, common.ConditionReady); c != nil {
 		msg += ": " + c.Message
 	}
 	return eventType, reason, msg

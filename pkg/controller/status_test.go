@@ -99,25 +99,25 @@ func TestSetReadyCondition(t *testing.T) {
 		wantReason string
 		msg        string
 	}{
-		{"nothing checked", appWith(), readyInput{}, metav1.ConditionFalse, ReasonNotReady, "Parsed has not been checked yet"},
+		{"nothing checked", appWith(), readyInput{}, metav1.ConditionFalse, common.ReasonNotReady, "Parsed has not been checked yet"},
 		{"the first failing phase explains", appWith(func(a *v1beta1.Application) {
 			setParsedCondition(a, "", &userError{err: errors.New(`spec.components[0].type: component type "nope" not found`)})
-		}), readyInput{}, metav1.ConditionFalse, ReasonInvalidApplication, `spec.components[0].type: component type "nope" not found`},
+		}), readyInput{}, metav1.ConditionFalse, common.ReasonInvalidApplication, `spec.components[0].type: component type "nope" not found`},
 		{"render failure explains", appWith(parsedOK, revOK, policyOK, func(a *v1beta1.Application) {
 			setRenderCondition(a, 0, 0, &userError{err: errors.New(`spec.components[1]: component "db": output.spec.image: incomplete value string`)})
-		}), readyInput{}, metav1.ConditionFalse, ReasonRenderFailed, `spec.components[1]: component "db"`},
-		{"workflow still running", appWith(parsedOK, revOK, policyOK, renderOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateExecuting})), readyInput{}, metav1.ConditionFalse, ReasonWorkflowRunning, "the workflow is running"},
-		{"healthy", appWith(parsedOK, revOK, policyOK, renderOK, wfSuccess, services(common.ApplicationComponentStatus{Name: "web", Healthy: true})), readyInput{checked: true}, metav1.ConditionTrue, ReasonRunning, "1 components healthy"},
+		}), readyInput{}, metav1.ConditionFalse, common.ReasonRenderFailed, `spec.components[1]: component "db"`},
+		{"workflow still running", appWith(parsedOK, revOK, policyOK, renderOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateExecuting})), readyInput{}, metav1.ConditionFalse, common.ReasonWorkflowRunning, "the workflow is running"},
+		{"healthy", appWith(parsedOK, revOK, policyOK, renderOK, wfSuccess, services(common.ApplicationComponentStatus{Name: "web", Healthy: true})), readyInput{checked: true}, metav1.ConditionTrue, common.ReasonRunning, "1 components healthy"},
 		{"unhealthy names the components", appWith(parsedOK, revOK, policyOK, renderOK, wfSuccess, services(
 			common.ApplicationComponentStatus{Name: "web", Healthy: true},
 			common.ApplicationComponentStatus{Name: "db", Cluster: "east", Message: "0/1 replicas ready"},
-		)), readyInput{checked: true}, metav1.ConditionFalse, ReasonUnhealthy, "unhealthy: db@east: 0/1 replicas ready"},
-		{"health check error", appWith(parsedOK, revOK, policyOK, renderOK, wfSuccess), readyInput{checked: true, healthErr: errors.New("reading Deployment default/web: timeout")}, metav1.ConditionFalse, ReasonHealthCheckError, "reading Deployment default/web: timeout"},
+		)), readyInput{checked: true}, metav1.ConditionFalse, common.ReasonUnhealthy, "unhealthy: db@east: 0/1 replicas ready"},
+		{"health check error", appWith(parsedOK, revOK, policyOK, renderOK, wfSuccess), readyInput{checked: true, healthErr: errors.New("reading Deployment default/web: timeout")}, metav1.ConditionFalse, common.ReasonHealthCheckError, "reading Deployment default/web: timeout"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			setReadyCondition(tc.app, tc.in)
-			c := meta.FindStatusCondition(tc.app.Status.Conditions, ConditionReady)
+			c := meta.FindStatusCondition(tc.app.Status.Conditions, common.ConditionReady)
 			if assert.NotNil(t, c) {
 				assert.Equal(t, tc.status, c.Status)
 				assert.Equal(t, tc.wantReason, c.Reason)
@@ -136,29 +136,29 @@ func TestSetWorkflowCondition(t *testing.T) {
 		want   string
 		msg    string
 	}{
-		{"not started", nil, nil, ReasonWorkflowRunning, "has not started"},
+		{"not started", nil, nil, common.ReasonWorkflowRunning, "has not started"},
 		{"running step", &common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateExecuting, Steps: []wfv1alpha1.WorkflowStepStatus{
 			{StepStatus: wfv1alpha1.StepStatus{Name: "web", Phase: wfv1alpha1.WorkflowStepPhaseSucceeded}},
 			{StepStatus: wfv1alpha1.StepStatus{Name: "db", Phase: wfv1alpha1.WorkflowStepPhaseRunning, Message: `waiting for component "db" to become healthy`}},
-		}}, nil, ReasonWorkflowRunning, `step db is running: waiting for component "db" to become healthy`},
+		}}, nil, common.ReasonWorkflowRunning, `step db is running: waiting for component "db" to become healthy`},
 		{"failed step with reason", &common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateFailed, Finished: true, Steps: []wfv1alpha1.WorkflowStepStatus{
 			{StepStatus: wfv1alpha1.StepStatus{Name: "g", Phase: wfv1alpha1.WorkflowStepPhaseFailed}, SubStepsStatus: []wfv1alpha1.StepStatus{
 				{Name: "web", Phase: wfv1alpha1.WorkflowStepPhaseFailed, Reason: "Action", Message: "rendering component \"web\": spec.components[0].properties.port: conflicting values"},
 			}},
-		}}, nil, ReasonWorkflowFailed, `step g/web failed (Action): rendering component "web": spec.components[0].properties.port`},
+		}}, nil, common.ReasonWorkflowFailed, `step g/web failed (Action): rendering component "web": spec.components[0].properties.port`},
 		{"suspended step", &common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateSuspending, Suspend: true, Steps: []wfv1alpha1.WorkflowStepStatus{
 			{StepStatus: wfv1alpha1.StepStatus{Name: "approve", Phase: wfv1alpha1.WorkflowStepPhaseSuspending}},
-		}}, nil, ReasonWorkflowSuspended, "step approve is suspended; resume it with `oamflow workflow resume"},
+		}}, nil, common.ReasonWorkflowSuspended, "step approve is suspended; resume it with `oamflow workflow resume"},
 		{"suspended step with its message (a manual approval has no duration to promise)", &common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateSuspending, Suspend: true, Steps: []wfv1alpha1.WorkflowStepStatus{
 			{StepStatus: wfv1alpha1.StepStatus{Name: "approve", Phase: wfv1alpha1.WorkflowStepPhaseSuspending, Message: "approve the frontend"}},
-		}}, nil, ReasonWorkflowSuspended, "step approve is suspended: approve the frontend; resume it with"},
-		{"transient error", nil, errors.New("etcd timeout"), ReasonWorkflowError, "etcd timeout"},
+		}}, nil, common.ReasonWorkflowSuspended, "step approve is suspended: approve the frontend; resume it with"},
+		{"transient error", nil, errors.New("etcd timeout"), common.ReasonWorkflowError, "etcd timeout"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			app := appWith(func(a *v1beta1.Application) { a.Status.Workflow = tc.st })
 			setWorkflowCondition(app, tc.err)
-			c := meta.FindStatusCondition(app.Status.Conditions, ConditionWorkflow)
+			c := meta.FindStatusCondition(app.Status.Conditions, common.ConditionWorkflow)
 			assert.Equal(t, tc.want, c.Reason)
 			assert.Contains(t, c.Message, tc.msg)
 		})
@@ -222,16 +222,16 @@ func TestSetRenderCondition(t *testing.T) {
 		wantReason         string
 		msg                string
 	}{
-		{"all rendered", 2, 0, nil, metav1.ConditionTrue, ReasonRendered, "2 components rendered"},
-		{"some wait for inputs", 1, 1, nil, metav1.ConditionTrue, ReasonRendered, "1 components rendered; 1 wait for workflow inputs or override policies and render in their step"},
+		{"all rendered", 2, 0, nil, metav1.ConditionTrue, common.ReasonRendered, "2 components rendered"},
+		{"some wait for inputs", 1, 1, nil, metav1.ConditionTrue, common.ReasonRendered, "1 components rendered; 1 wait for workflow inputs or override policies and render in their step"},
 		{"a failure names the component and field", 0, 0, &userError{err: errors.New(`spec.components[0]: component "web": output.spec.replicas: conflicting values 1 and "x"`)},
-			metav1.ConditionFalse, ReasonRenderFailed, `spec.components[0]: component "web": output.spec.replicas`},
+			metav1.ConditionFalse, common.ReasonRenderFailed, `spec.components[0]: component "web": output.spec.replicas`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			app := appWith()
 			setRenderCondition(app, tc.rendered, tc.deferred, tc.err)
-			c := meta.FindStatusCondition(app.Status.Conditions, ConditionRender)
+			c := meta.FindStatusCondition(app.Status.Conditions, common.ConditionRender)
 			if assert.NotNil(t, c) {
 				assert.Equal(t, tc.status, c.Status)
 				assert.Equal(t, tc.wantReason, c.Reason)
@@ -254,17 +254,17 @@ func TestSetRevisionCondition(t *testing.T) {
 		wantMessage string
 	}{
 		{"the reconcile creating the first revision",
-			[]call{{"shop-v1", true}}, ReasonRevisionCreated, "created revision shop-v1 (FirstRevision)"},
+			[]call{{"shop-v1", true}}, common.ReasonRevisionCreated, "created revision shop-v1 (FirstRevision)"},
 		{"the next reconciles of an app's first revision still say created",
-			[]call{{"shop-v1", true}, {"shop-v1", false}, {"shop-v1", false}}, ReasonRevisionCreated, "created revision shop-v1 (FirstRevision)"},
+			[]call{{"shop-v1", true}, {"shop-v1", false}, {"shop-v1", false}}, common.ReasonRevisionCreated, "created revision shop-v1 (FirstRevision)"},
 		{"a new revision after an update",
-			[]call{{"shop-v1", true}, {"shop-v2", true}, {"shop-v2", false}}, ReasonRevisionCreated, "created revision shop-v2 (FirstRevision)"},
+			[]call{{"shop-v1", true}, {"shop-v2", true}, {"shop-v2", false}}, common.ReasonRevisionCreated, "created revision shop-v2 (FirstRevision)"},
 		{"a spec back to an existing revision is unchanged",
-			[]call{{"shop-v1", true}, {"shop-v2", true}, {"shop-v1", false}}, ReasonRevisionUnchanged, "deploying revision shop-v1"},
+			[]call{{"shop-v1", true}, {"shop-v2", true}, {"shop-v1", false}}, common.ReasonRevisionUnchanged, "deploying revision shop-v1"},
 		{"no record of the creation (condition lost) is unchanged",
-			[]call{{"shop-v1", false}}, ReasonRevisionUnchanged, "deploying revision shop-v1"},
+			[]call{{"shop-v1", false}}, common.ReasonRevisionUnchanged, "deploying revision shop-v1"},
 		{"a revision whose name extends the created one's is not confused with it",
-			[]call{{"shop-v1", true}, {"shop-v10", false}}, ReasonRevisionUnchanged, "deploying revision shop-v10"},
+			[]call{{"shop-v1", true}, {"shop-v10", false}}, common.ReasonRevisionUnchanged, "deploying revision shop-v10"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -272,7 +272,7 @@ func TestSetRevisionCondition(t *testing.T) {
 			for _, c := range tc.calls {
 				setRevisionCondition(app, c.rev, c.created, "FirstRevision", nil)
 			}
-			got := meta.FindStatusCondition(app.Status.Conditions, ConditionRevision)
+			got := meta.FindStatusCondition(app.Status.Conditions, common.ConditionRevision)
 			if assert.NotNil(t, got) {
 				assert.Equal(t, metav1.ConditionTrue, got.Status)
 				assert.Equal(t, tc.wantReason, got.Reason)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,7 +119,7 @@ components:
 			// The controller.
 			_, err := h.reconcile(app)
 			require.NoError(t, err)
-			parsed := meta.FindStatusCondition(h.get(app).Status.Conditions, ConditionParsed)
+			parsed := meta.FindStatusCondition(h.get(app).Status.Conditions, common.ConditionParsed)
 			require.NotNil(t, parsed)
 
 			// The webhook.
@@ -134,7 +135,7 @@ components:
 
 			if tc.invalid != nil {
 				want := parsed.Message
-				assert.Equal(t, ReasonInvalidApplication, parsed.Reason)
+				assert.Equal(t, common.ReasonInvalidApplication, parsed.Reason)
 				for _, l := range tc.invalid {
 					assert.Contains(t, want, l)
 				}
@@ -149,7 +150,7 @@ components:
 				assert.Empty(t, dryOut)
 				return
 			}
-			assert.Equal(t, ReasonParsed, parsed.Reason, parsed.Message)
+			assert.Equal(t, common.ReasonParsed, parsed.Reason, parsed.Message)
 			assert.True(t, resp.Allowed)
 			assert.Equal(t, tc.warnings, []string(resp.Warnings), "admission warnings")
 			require.NoError(t, dryErr)
@@ -157,7 +158,7 @@ components:
 			events := strings.Join(h.events(), "\n")
 			prefix := "Warning: application " + app.Namespace + "/" + app.Name + ": "
 			for _, w := range tc.warnings {
-				assert.Contains(t, events, "Warning "+ReasonValidationWarning+" "+w, "controller event")
+				assert.Contains(t, events, "Warning "+common.ReasonValidationWarning+" "+w, "controller event")
 				assert.Contains(t, dryErrOut, prefix+w+"\n", "dry-run stderr")
 				assert.Contains(t, upOut, prefix+w+"\n", "up output")
 			}

@@ -23,7 +23,6 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
-	"github.com/oamflow/oamflow/pkg/controller"
 	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/localcluster"
 	"github.com/oamflow/oamflow/pkg/manager"
@@ -386,8 +385,8 @@ components:
 			require.NoError(t, c.Create(ctx, app))
 			attackers = append(attackers, app)
 			got := waitPhase(t, app, common.ApplicationWorkflowFailed)
-			assert.Contains(t, conditionMessage(got, controller.ConditionWorkflow), tc.want, "conditions: %+v", got.Status.Conditions)
-			assert.Contains(t, conditionMessage(got, controller.ConditionIdentity), "acting as serviceaccount lock-a/")
+			assert.Contains(t, conditionMessage(got, common.ConditionWorkflow), tc.want, "conditions: %+v", got.Status.Conditions)
+			assert.Contains(t, conditionMessage(got, common.ConditionIdentity), "acting as serviceaccount lock-a/")
 			raw, err := json.Marshal(got.Status)
 			require.NoError(t, err)
 			assert.NotContains(t, string(raw), "hunter2")
@@ -398,7 +397,7 @@ components:
 	t.Run("refusals of the identity are Warning Events", func(t *testing.T) {
 		for _, app := range attackers {
 			if app.Name == "viewer" || app.Name == "nobody" {
-				assert.NotEmpty(t, warningEvents(t, app, controller.ReasonAccessDenied), app.Name)
+				assert.NotEmpty(t, warningEvents(t, app, common.ReasonAccessDenied), app.Name)
 			}
 		}
 	})
@@ -448,7 +447,7 @@ components:
 `, nil)
 		require.NoError(t, c.Create(ctx, app))
 		got := waitPhase(t, app, common.ApplicationRunning)
-		assert.Equal(t, "acting as serviceaccount lock-a/deployer (the controller's --default-service-account)", conditionMessage(got, controller.ConditionIdentity))
+		assert.Equal(t, "acting as serviceaccount lock-a/deployer (the controller's --default-service-account)", conditionMessage(got, common.ConditionIdentity))
 		live := &corev1.ConfigMap{}
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: "own-cm"}, live))
 		deleteAndWait(t, app)
@@ -459,8 +458,8 @@ components:
 		for _, tc := range []struct {
 			ns, want, reason string
 		}{
-			{ns: noSA.ns, want: "serviceaccount lock-c/deployer cannot get configmaps in namespace lock-c (the namespace's default ServiceAccount \"deployer\": does it exist", reason: controller.ReasonWorkflowFailed},
-			{ns: noSAReadable.ns, want: "ServiceAccount lock-d/deployer does not exist: nothing is deployed until it does", reason: controller.ReasonServiceAccountNotFound},
+			{ns: noSA.ns, want: "serviceaccount lock-c/deployer cannot get configmaps in namespace lock-c (the namespace's default ServiceAccount \"deployer\": does it exist", reason: common.ReasonWorkflowFailed},
+			{ns: noSAReadable.ns, want: "ServiceAccount lock-d/deployer does not exist: nothing is deployed until it does", reason: common.ReasonServiceAccountNotFound},
 		} {
 			app := tenantApp(t, tc.ns, "orphan", `
 components:
@@ -471,7 +470,7 @@ components:
 `, nil)
 			require.NoError(t, c.Create(ctx, app))
 			got := waitPhase(t, app, common.ApplicationWorkflowFailed)
-			ready := meta.FindStatusCondition(got.Status.Conditions, controller.ConditionReady)
+			ready := meta.FindStatusCondition(got.Status.Conditions, common.ConditionReady)
 			require.NotNil(t, ready)
 			assert.Equal(t, tc.reason, ready.Reason)
 			assert.Contains(t, ready.Message, tc.want)
@@ -502,7 +501,7 @@ components:
 `, b.ns), nil)
 	require.NoError(t, env.Client.Create(ctx, app))
 	got := waitPhase(t, app, common.ApplicationWorkflowFailed)
-	msg := conditionMessage(got, controller.ConditionWorkflow)
+	msg := conditionMessage(got, common.ConditionWorkflow)
 	assert.Contains(t, msg, "serviceaccount lockx-a/deployer cannot get configmaps in namespace lockx-b")
 	assert.False(t, strings.Contains(msg, "outside the scope"), msg)
 	assert.True(t, apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: "stolen"}, &corev1.ConfigMap{})))
@@ -572,6 +571,6 @@ workflow:
 `, nil)
 	require.NoError(t, c.Create(ctx, unknown))
 	got := waitPhase(t, unknown, common.ApplicationWorkflowFailed)
-	assert.Contains(t, conditionMessage(got, controller.ConditionWorkflow), `reading ConfigMap kube-cluster/probe in cluster member-9: cluster "member-9" not registered`)
+	assert.Contains(t, conditionMessage(got, common.ConditionWorkflow), `reading ConfigMap kube-cluster/probe in cluster member-9: cluster "member-9" not registered`)
 	deleteAndWait(t, app, unknown)
 }

@@ -1,0 +1,89 @@
+package common
+
+// The conditions of an Application's status (status.conditions): one type
+// per phase of a reconcile, each True when its phase succeeded; Ready sums
+// them up. The reasons are CamelCase and stable: tools and alerts may match
+// them. Reasons starting with "Invalid" (and RenderFailed, AccessDenied) are
+// the user's to fix and end the run as workflowFailed; the other False
+// reasons are retried.
+
+// Condition types.
+const (
+	// ConditionParsed: the Application and the definitions it names were
+	// read and validated (appfile.Validate). False: InvalidApplication (the
+	// user's to fix) or ParseError (retried).
+	ConditionParsed = "Parsed"
+	// ConditionRevision: the ApplicationRevision of the current spec exists
+	// (RevisionCreated or RevisionUnchanged).
+	ConditionRevision = "Revision"
+	// ConditionPolicy: the policies were evaluated (PoliciesReady).
+	ConditionPolicy = "Policy"
+	// ConditionRender: every component rendered with its properties.
+	ConditionRender = "Render"
+	// ConditionWorkflow: the state of the workflow run of the current
+	// revision (WorkflowSucceeded, WorkflowRunning, WorkflowSuspended,
+	// WorkflowFailed, WorkflowTerminated).
+	ConditionWorkflow = "Workflow"
+	// ConditionReady sums the others up: True when the workflow succeeded
+	// and every component is healthy (Running); its message says what is
+	// not ready otherwise.
+	ConditionReady = "Ready"
+	// ConditionIdentity says who the controller acts as for the
+	// Application (package tenancy); False: nothing is deployed.
+	ConditionIdentity = "Identity"
+)
+
+// Condition reasons (CamelCase, stable). Reasons starting with "Invalid"
+// are the user's to fix; the other False reasons are retried.
+const (
+	ReasonParsed             = "Parsed"
+	ReasonInvalidApplication = "InvalidApplication"
+	ReasonParseError         = "ParseError"
+
+	ReasonRevisionCreated   = "RevisionCreated"
+	ReasonRevisionUnchanged = "RevisionUnchanged"
+	ReasonRevisionError     = "RevisionError"
+
+	// Identity reasons: acting as a ServiceAccount or as the controller
+	// (single-tenant mode); the annotation does not name a ServiceAccount,
+	// or the ServiceAccount does not exist (both the user's to fix).
+	ReasonServiceAccount         = "ServiceAccount"
+	ReasonSingleTenant           = "SingleTenant"
+	ReasonInvalidIdentity        = "InvalidIdentity"
+	ReasonServiceAccountNotFound = "ServiceAccountNotFound"
+
+	ReasonPoliciesReady = "PoliciesReady"
+	ReasonInvalidPolicy = "InvalidPolicy"
+	ReasonPolicyError   = "PolicyError"
+
+	// ReasonRenderFailed: a component's template failed with its
+	// properties; like the Invalid reasons it is the user's (or the
+	// definition author's) to fix and ends the run as workflowFailed.
+	ReasonRendered     = "Rendered"
+	ReasonRenderFailed = "RenderFailed"
+
+	ReasonWorkflowSucceeded  = "WorkflowSucceeded"
+	ReasonWorkflowRunning    = "WorkflowRunning"
+	ReasonWorkflowSuspended  = "WorkflowSuspended"
+	ReasonWorkflowFailed     = "WorkflowFailed"
+	ReasonWorkflowTerminated = "WorkflowTerminated"
+	ReasonInvalidWorkflow    = "InvalidWorkflow"
+	ReasonWorkflowError      = "WorkflowError"
+
+	ReasonRunning              = "Running"
+	ReasonUnhealthy            = "Unhealthy"
+	ReasonGarbageCollectFailed = "GarbageCollectFailed"
+	ReasonHealthCheckError     = "HealthCheckError"
+	ReasonNotReady             = "NotReady"
+	ReasonReconcilePanic       = "ReconcilePanic"
+	ReasonDeleting             = "Deleting"
+)
+
+// ReasonValidationWarning is the reason of the Warning events that report
+// what validation warns about when a revision is made (a trait outside its
+// appliesToWorkloads): the Application is deployed anyway.
+const ReasonValidationWarning = "ValidationWarning"
+
+// ReasonAccessDenied is the Warning Event reason of a write the
+// Application's identity or scope does not allow.
+const ReasonAccessDenied = "AccessDenied"
