@@ -30,12 +30,13 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs (charts/oamflow/crds), the chart's definitions and values table, and the provider package schemas (pkg/cuepkg).
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs (charts/oamflow/crds), the chart's definitions and values table, and the provider package schemas (pkg/cuepkg), and the CLI reference in README.md.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	rm -f $(CRD_DIR)/*.yaml
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./apis/... output:crd:artifacts:config=$(CRD_DIR)
 	go run ./hack/chartgen
 	go run ./hack/cuepkggen
+	$(GO) run ./hack/clidoc -readme README.md
 
 .PHONY: verify
 verify: $(CONTROLLER_GEN) ## Fail if generated files or formatting drift from the sources.
