@@ -36,7 +36,10 @@ func listRevisions(ctx context.Context, c client.Client, ns, name string, nsGive
 	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{v1beta1.LabelAppName: name}); err != nil {
 		return nil, fmt.Errorf("listing the revisions of Application %s/%s: %w", ns, name, err)
 	}
-	revs := revision.Sorted(name, list.Items)
+	revs, err := revision.Decoded(name, list.Items)
+	if err != nil {
+		return nil, err
+	}
 	if len(revs) == 0 {
 		if _, err := getApp(ctx, c, ns, name, nsGiven); err != nil {
 			return nil, err

@@ -213,13 +213,18 @@ func appTrackers(ctx context.Context, c client.Reader, app *v1beta1.Application)
 		return nil, fmt.Sprintf("ResourceTrackers not read (%v); showing status.appliedResources only", err)
 	}
 	var out []v1beta1.ResourceTracker
+	var notes []string
 	for _, rt := range list.Items {
+		if err := v1beta1.DecodeTracker(&rt); err != nil {
+			notes = append(notes, err.Error())
+			continue
+		}
 		current := app.Status.LatestRevision == nil || rt.Labels[v1beta1.LabelAppRevision] == app.Status.LatestRevision.Name
 		if rt.Spec.Type == v1beta1.ResourceTrackerTypeRoot || current {
 			out = append(out, rt)
 		}
 	}
-	return out, ""
+	return out, strings.Join(notes, "; ")
 }
 
 // resourceKey identifies a resource regardless of its API version.

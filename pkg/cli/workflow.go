@@ -206,7 +206,11 @@ func newWorkflowRollbackCommand(g *GlobalOptions) *cobra.Command {
 				if app.Status.LatestRevision != nil {
 					current = app.Status.LatestRevision.Name
 				}
-				prev := revision.LastSucceeded(revision.Sorted(name, list.Items), current)
+				revs, err := revision.Decoded(name, list.Items)
+				if err != nil {
+					return err
+				}
+				prev := revision.LastSucceeded(revs, current)
 				if prev == nil {
 					return userErrorf("Application %s/%s: no revision before %s succeeded; there is nothing to roll back to", ns, name, orNone(current))
 				}

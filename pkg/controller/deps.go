@@ -61,6 +61,7 @@ type Keeper interface {
 	Delete(ctx context.Context) (done bool, err error)
 	StateKeep(ctx context.Context) error
 	AppliedResources(ctx context.Context) ([]common.ClusterObjectReference, error)
+	CheckTrackers(ctx context.Context) error
 }
 
 // KeeperFactory builds the Keeper of revision N of app.

@@ -530,7 +530,7 @@ func (r *Reconciler) revision(ctx context.Context, s *scope) error {
 }
 
 // policy reads the resource policies and builds the revision's Keeper.
-func (r *Reconciler) policy(_ context.Context, s *scope) error {
+func (r *Reconciler) policy(ctx context.Context, s *scope) error {
 	app := s.app
 	pols, err := resourcekeeper.ParsePolicies(s.af.App.Spec.Policies)
 	if err != nil {
@@ -546,6 +546,12 @@ func (r *Reconciler) policy(_ context.Context, s *scope) error {
 	k, err := r.keepers.Keeper(app, s.revNum, pols)
 	if err != nil {
 		setPolicyCondition(app, 0, err)
+		return err
+	}
+	if err := k.CheckTrackers(ctx); err != nil {
+		// An unreadable record (e.g. KubeVela's tracker, corrupt): applying
+		// or collecting without it could delete or steal; stop here.
+		setCondition(app, common.ConditionPolicy, false, common.ReasonResourceTrackerUnreadable, err.Error())
 		return err
 	}
 	s.keeper = k

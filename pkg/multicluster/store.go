@@ -195,6 +195,11 @@ func (r *Registry) Usage(ctx context.Context, cluster string) ([]string, error) 
 	rts := &v1beta1.ResourceTrackerList{}
 	err = listAll(ctx, r.hubClient, rts, func() {
 		for _, rt := range rts.Items {
+			if err := v1beta1.DecodeTracker(&rt); err != nil {
+				// Unreadable: it may track the cluster, so it counts.
+				users["ResourceTracker "+rt.Name+" (cannot be decoded)"] = true
+				continue
+			}
 			for _, mr := range rt.Spec.ManagedResources {
 				if mr.Cluster == cluster && !mr.Deleted {
 					users["ResourceTracker "+rt.Name] = true

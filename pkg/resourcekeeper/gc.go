@@ -84,7 +84,7 @@ func (k *Keeper) GarbageCollect(ctx context.Context) (done bool, err error) {
 	for _, rt := range t.old {
 		for _, e := range rt.Spec.ManagedResources {
 			key := keyOf(e)
-			if e.Deleted || current[key] || seen[key] {
+			if e.Deleted || e.SkipGC || current[key] || seen[key] {
 				continue
 			}
 			seen[key] = true
@@ -124,8 +124,8 @@ func (k *Keeper) GarbageCollect(ctx context.Context) (done bool, err error) {
 		}
 		switch {
 		case finished:
-			if err := hub.Delete(ctx, rt); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("deleting collected ResourceTracker %s: %w", rt.Name, err))
+			if err := deleteTracker(ctx, hub, rt); err != nil {
+				errs = append(errs, err)
 			}
 		case changed:
 			done = false
@@ -191,8 +191,8 @@ func (k *Keeper) Delete(ctx context.Context) (done bool, err error) {
 	}
 	var errs []error
 	for _, rt := range all {
-		if err := hub.Delete(ctx, rt); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting ResourceTracker %s: %w", rt.Name, err))
+		if err := deleteTracker(ctx, hub, rt); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return len(errs) == 0, errors.Join(errs...)

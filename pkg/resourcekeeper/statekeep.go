@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/helm"
@@ -28,13 +25,9 @@ func (k *Keeper) StateKeep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rt := &v1beta1.ResourceTracker{}
-	name := VersionedTrackerName(k.appName, k.appNamespace, k.revision)
-	if err := hub.Get(ctx, client.ObjectKey{Name: name}, rt); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("reading ResourceTracker %s: %w", name, err)
+	rt, err := getTracker(ctx, hub, VersionedTrackerName(k.appName, k.appNamespace, k.revision))
+	if err != nil || rt == nil {
+		return err
 	}
 	var errs []error
 	for _, e := range rt.Spec.ManagedResources {
@@ -76,13 +69,9 @@ func (k *Keeper) AppliedResources(ctx context.Context) ([]common.ClusterObjectRe
 	if err != nil {
 		return nil, err
 	}
-	rt := &v1beta1.ResourceTracker{}
-	name := VersionedTrackerName(k.appName, k.appNamespace, k.revision)
-	if err := hub.Get(ctx, client.ObjectKey{Name: name}, rt); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading ResourceTracker %s: %w", name, err)
+	rt, err := getTracker(ctx, hub, VersionedTrackerName(k.appName, k.appNamespace, k.revision))
+	if err != nil || rt == nil {
+		return nil, err
 	}
 	out := make([]common.ClusterObjectReference, 0, len(rt.Spec.ManagedResources))
 	for _, e := range rt.Spec.ManagedResources {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 )
@@ -59,7 +60,14 @@ func (k *Keeper) listTrackers(ctx context.Context, hub client.Client) (*trackers
 	t := &trackers{}
 	for i := range list.Items {
 		rt := &list.Items[i]
+		if err := v1beta1.DecodeTracker(rt); err != nil {
+			return nil, err
+		}
 		switch {
+		case rt.Spec.Type == v1beta1.ResourceTrackerTypeComponentRevision:
+			// KubeVela's record of component ControllerRevisions: kept,
+			// never collected through (see docs/migrate-from-kubevela.md).
+			continue
 		case rt.Spec.Type == v1beta1.ResourceTrackerTypeRoot:
 			t.root = rt
 		case rt.Name == VersionedTrackerName(k.appName, k.appNamespace, k.revision):
@@ -69,6 +77,56 @@ func (k *Keeper) listTrackers(ctx context.Context, hub client.Client) (*trackers
 		}
 	}
 	return t, nil
+}
+
+// CheckTrackers reads and decodes every ResourceTracker of the
+// Application (KubeVela's compressed ones included). An error, a
+// *v1beta1.DecodeError when one cannot be decoded, means the Application
+// must not be touched: nothing applied, nothing collected.
+func (k *Keeper) CheckTrackers(ctx context.Context) error {
+	hub, err := k.hub(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = k.listTrackers(ctx, hub)
+	return err
+}
+
+// getTracker reads the tracker named name from the hub, decoded
+// (v1beta1.DecodeTracker); nil without error when there is none.
+func getTracker(ctx context.Context, hub client.Client, name string) (*v1beta1.ResourceTracker, error) {
+	rt := &v1beta1.ResourceTracker{}
+	if err := hub.Get(ctx, client.ObjectKey{Name: name}, rt); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading ResourceTracker %s: %w", name, err)
+	}
+	if err := v1beta1.DecodeTracker(rt); err != nil {
+		return nil, err
+	}
+	return rt, nil
+}
+
+// kubeVelaTrackerFinalizer is the finalizer KubeVela's controller puts on
+// its ResourceTrackers; with vela-core stopped nobody else removes it.
+const kubeVelaTrackerFinalizer = "resourcetracker.core.oam.dev/finalizer"
+
+// deleteTracker deletes rt from the hub, first dropping KubeVela's
+// finalizer from a tracker KubeVela made (oamflow's have none).
+func deleteTracker(ctx context.Context, hub client.Client, rt *v1beta1.ResourceTracker) error {
+	if controllerutil.RemoveFinalizer(rt, kubeVelaTrackerFinalizer) {
+		if err := hub.Update(ctx, rt, client.FieldOwner(FieldManager)); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("removing KubeVela's finalizer from ResourceTracker %s: %w", rt.Name, err)
+		}
+	}
+	if err := hub.Delete(ctx, rt); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting ResourceTracker %s: %w", rt.Name, err)
+	}
+	return nil
 }
 
 // newTracker returns an unsaved tracker of this Application.
@@ -112,6 +170,14 @@ func (k *Keeper) upsertEntries(ctx context.Context, hub client.Client, typ v1bet
 			rt = want.DeepCopy()
 		case err != nil:
 			return fmt.Errorf("reading ResourceTracker %s: %w", want.Name, err)
+		}
+		if !create {
+			if err := v1beta1.DecodeTracker(rt); err != nil {
+				return err
+			}
+		}
+		switch {
+		case create:
 		case rt.Labels[v1beta1.LabelAppName] != k.appName || rt.Labels[v1beta1.LabelAppNamespace] != k.appNamespace:
 			return fmt.Errorf("ResourceTracker %s belongs to Application %s/%s, not %s: rename one of the Applications",
 				rt.Name, rt.Labels[v1beta1.LabelAppNamespace], rt.Labels[v1beta1.LabelAppName], k.ownerKey())

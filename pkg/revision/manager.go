@@ -94,6 +94,9 @@ func (m *Manager) Get(ctx context.Context, namespace, name string) (*v1beta1.App
 		}
 		return nil, fmt.Errorf("reading ApplicationRevision %s/%s: %w", namespace, name, err)
 	}
+	if err := v1beta1.DecodeRevision(rev); err != nil {
+		return nil, err
+	}
 	return rev, nil
 }
 
@@ -104,7 +107,21 @@ func (m *Manager) List(ctx context.Context, app *v1beta1.Application) ([]v1beta1
 	if err := m.reader.List(ctx, list, client.InNamespace(app.Namespace), client.MatchingLabels{v1beta1.LabelAppName: app.Name}); err != nil {
 		return nil, fmt.Errorf("listing ApplicationRevisions of %s/%s: %w", app.Namespace, app.Name, err)
 	}
-	return Sorted(app.Name, list.Items), nil
+	return Decoded(app.Name, list.Items)
+}
+
+// Decoded returns the revisions of app among revs, oldest first (Sorted),
+// each decoded (v1beta1.DecodeRevision: KubeVela's compressed revisions
+// expanded). A revision that cannot be decoded fails the whole list: a
+// history with a hole must not be pruned or rolled back through.
+func Decoded(app string, revs []v1beta1.ApplicationRevision) ([]v1beta1.ApplicationRevision, error) {
+	out := Sorted(app, revs)
+	for i := range out {
+		if err := v1beta1.DecodeRevision(&out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Sorted returns the revisions of app among revs, oldest (lowest N) first;

@@ -55,6 +55,11 @@ const (
 	ReasonPoliciesReady = "PoliciesReady"
 	ReasonInvalidPolicy = "InvalidPolicy"
 	ReasonPolicyError   = "PolicyError"
+	// ReasonResourceTrackerUnreadable: a ResourceTracker of the
+	// Application cannot be read or decoded (e.g. a corrupt KubeVela
+	// tracker); nothing is applied or collected until it is repaired or
+	// deleted.
+	ReasonResourceTrackerUnreadable = "ResourceTrackerUnreadable"
 
 	// ReasonRenderFailed: a component's template failed with its
 	// properties; like the Invalid reasons it is the user's (or the

@@ -2,6 +2,7 @@ package v1beta1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // ApplicationRevisionSpec snapshots an Application's spec together with every
@@ -19,6 +20,39 @@ type ApplicationRevisionSpec struct {
 	PolicyDefinitions map[string]PolicyDefinition `json:"policyDefinitions,omitempty"`
 	// WorkflowStepDefinitions used by the Application's workflow, by type name.
 	WorkflowStepDefinitions map[string]WorkflowStepDefinition `json:"workflowStepDefinitions,omitempty"`
+
+	// The fields below are KubeVela's, accepted and kept so that its
+	// revisions are stored whole; oamflow does not read them.
+
+	// WorkloadDefinitions KubeVela recorded, by name.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	WorkloadDefinitions *runtime.RawExtension `json:"workloadDefinitions,omitempty"`
+	// PolicyVersions KubeVela recorded, by policy name.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	PolicyVersions *runtime.RawExtension `json:"policyVersions,omitempty"`
+	// Policies are KubeVela's external Policy objects the Application used.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Policies *runtime.RawExtension `json:"policies,omitempty"`
+	// Workflow is KubeVela's external Workflow object the Application used.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Workflow *runtime.RawExtension `json:"workflow,omitempty"`
+	// ReferredObjects are the objects KubeVela's ref-objects read.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	ReferredObjects []runtime.RawExtension `json:"referredObjects,omitempty"`
+	// Compression holds the fields above compressed, as KubeVela stores
+	// them (zstd or gzip); oamflow reads it (DecodeRevision) and never
+	// writes it.
+	// +optional
+	Compression *Compression `json:"compression,omitempty"`
 }
 
 // ApplicationRevisionStatus records the outcome of the revision's workflow.
@@ -27,6 +61,16 @@ type ApplicationRevisionStatus struct {
 	Succeeded bool `json:"succeeded"`
 	// WorkflowFinishedAt is when the workflow finished.
 	WorkflowFinishedAt *metav1.Time `json:"workflowFinishedAt,omitempty"`
+	// Workflow is KubeVela's record of the revision's workflow, kept as
+	// stored.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Workflow *runtime.RawExtension `json:"workflow,omitempty"`
+	// WorkflowContext is KubeVela's copy of the workflow context, kept as
+	// stored.
+	// +optional
+	WorkflowContext map[string]string `json:"workflowContext,omitempty"`
 }
 
 // ApplicationRevision is an immutable snapshot of an Application and its

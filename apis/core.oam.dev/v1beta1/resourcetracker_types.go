@@ -3,6 +3,7 @@ package v1beta1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 )
@@ -17,6 +18,10 @@ const (
 	ResourceTrackerTypeRoot ResourceTrackerType = "root"
 	// ResourceTrackerTypeVersioned tracks what one revision applied.
 	ResourceTrackerTypeVersioned ResourceTrackerType = "versioned"
+	// ResourceTrackerTypeComponentRevision is KubeVela's record of the
+	// ControllerRevisions of an Application's components ("<app>-comp-rev-<ns>");
+	// oamflow accepts and keeps it but never collects through it.
+	ResourceTrackerTypeComponentRevision ResourceTrackerType = "component-revision"
 )
 
 // ManagedResource is one object a revision applied.
@@ -34,16 +39,43 @@ type ManagedResource struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	Data *runtime.RawExtension `json:"data,omitempty"`
+
+	// The fields below are KubeVela's: accepted so that its trackers are
+	// stored whole; DecodeTracker moves Raw into Data, the others are kept.
+
+	// Raw is KubeVela's name for Data.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Raw *runtime.RawExtension `json:"raw,omitempty"`
+	// Creator is KubeVela's (unused) creator of the reference.
+	Creator string `json:"creator,omitempty"`
+	// UID of the object when tracked (KubeVela's ObjectReference).
+	UID types.UID `json:"uid,omitempty"`
+	// ResourceVersion of the object when tracked (KubeVela's ObjectReference).
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// FieldPath is KubeVela's ObjectReference field path (unused).
+	FieldPath string `json:"fieldPath,omitempty"`
+	// Env is KubeVela's env-binding environment of the component.
+	Env string `json:"env,omitempty"`
+	// SkipGC marks an object KubeVela was told not to collect; oamflow
+	// keeps it on garbage collection too.
+	SkipGC bool `json:"skipGC,omitempty"`
 }
 
 // ResourceTrackerSpec lists what an Application revision applied.
 type ResourceTrackerSpec struct {
-	// +kubebuilder:validation:Enum=root;versioned
+	// +kubebuilder:validation:Enum=root;versioned;component-revision
 	Type ResourceTrackerType `json:"type"`
 	// ApplicationGeneration is the Application's metadata.generation when tracked.
 	ApplicationGeneration int64 `json:"applicationGeneration"`
 	// ManagedResources are the tracked objects.
 	ManagedResources []ManagedResource `json:"managedResources,omitempty"`
+	// Compression holds managedResources compressed, as KubeVela stores
+	// them (zstd or gzip); oamflow reads it (DecodeTracker) and never
+	// writes it.
+	// +optional
+	Compression *Compression `json:"compression,omitempty"`
 }
 
 // ResourceTracker records, per Application revision, every object applied to

@@ -16,6 +16,21 @@ import (
 // t with where it looked when the corpus is absent.
 func Dir(t testing.TB) string {
 	t.Helper()
+	return find(t, "kubevela", "cases", "KubeVela conformance corpus")
+}
+
+// KubeVelaStateDir returns shared/conformance/kubevela-state: what a real
+// KubeVela controller left in a cluster for two Applications (see its
+// README), skipping t with where it looked when it is absent.
+func KubeVelaStateDir(t testing.TB) string {
+	t.Helper()
+	return find(t, "kubevela-state", "README.md", "KubeVela cluster-state fixtures")
+}
+
+// find returns shared/conformance/<sub> (recognised by holding marker)
+// next to the repository or next to its parent folder.
+func find(t testing.TB, sub, marker, what string) string {
+	t.Helper()
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatalf("working directory: %v", err)
@@ -33,13 +48,13 @@ func Dir(t testing.TB) string {
 	}
 	var tried []string
 	for _, rel := range []string{"../shared", "../../shared"} {
-		dir := filepath.Join(root, rel, "conformance", "kubevela")
-		if _, err := os.Stat(filepath.Join(dir, "cases")); err == nil {
+		dir := filepath.Join(root, rel, "conformance", sub)
+		if _, err := os.Stat(filepath.Join(dir, marker)); err == nil {
 			return dir
 		}
 		tried = append(tried, dir)
 	}
-	t.Skipf("KubeVela conformance corpus not found (looked in %s); it lives in shared/conformance/kubevela next to the clone", strings.Join(tried, ", "))
+	t.Skipf("%s not found (looked in %s); they live in shared/conformance/%s next to the clone", what, strings.Join(tried, ", "), sub)
 	return ""
 }
 
