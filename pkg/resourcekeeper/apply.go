@@ -39,6 +39,9 @@ type plan struct {
 	live    *unstructured.Unstructured // nil when the object does not exist
 	action  action
 	shared  bool
+	// adopt: an object KubeVela applied for this Application (see
+	// adoptable); its KubeVela bookkeeping annotation is dropped on write.
+	adopt bool
 }
 
 // Apply writes objs to cluster ("" or "local" = hub) for the Keeper's
@@ -192,6 +195,18 @@ func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj 
 		case k.policies.takeOver(d) && !stateKeep && !otherApp:
 			// Taken over (it belongs to no Application): written below
 			// like our own object.
+		case !otherApp && !stateKeep && k.ownedByUs(live):
+			adopt, err := k.adoptable(ctx, ref)
+			if err != nil {
+				return nil, err
+			}
+			if !adopt {
+				return nil, &OwnershipError{Object: ref, TakeOver: k.policies.takeOver(d)}
+			}
+			// Applied for this Application by KubeVela (or by an oamflow
+			// that never wrote it): taken over in place, written below
+			// like our own object.
+			p.adopt = true
 		default:
 			if stateKeep {
 				ctrl.LoggerFrom(ctx).V(1).Info("leaving an object now owned by someone else", "object", klog.KObj(live), "ownerApp", ownerNs+"/"+ownerName)
@@ -363,6 +378,15 @@ func (k *Keeper) execute(ctx context.Context, c client.Client, cluster string, p
 	if p.live != nil && p.shared {
 		// Guards the shared-by list against a concurrent sharer.
 		obj.SetResourceVersion(p.live.GetResourceVersion())
+	}
+	if p.adopt && p.live != nil {
+		if _, ok := p.live.GetAnnotations()[AnnoKubeVelaLastApplied]; ok {
+			patch := []byte(`{"metadata":{"annotations":{"` + AnnoKubeVelaLastApplied + `":null}}}`)
+			if err := c.Patch(ctx, p.live, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil {
+				return fmt.Errorf("adopting %s: removing annotation %s: %w", ref, AnnoKubeVelaLastApplied, err)
+			}
+		}
+		log.Info("adopting an object KubeVela applied for this Application", "object", klog.KObj(p.live), "cluster", cluster)
 	}
 	if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying %s: %w", ref, err)

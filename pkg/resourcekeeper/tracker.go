@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 )
 
@@ -90,6 +92,42 @@ func (k *Keeper) CheckTrackers(ctx context.Context) error {
 	}
 	_, err = k.listTrackers(ctx, hub)
 	return err
+}
+
+// AnnoKubeVelaLastApplied is the annotation KubeVela keeps its three-way
+// merge base in; oamflow (server-side apply) drops it on adoption.
+const AnnoKubeVelaLastApplied = "app.oam.dev/last-applied-configuration"
+
+// adoptable reports whether the object ref, whose ownership labels name
+// this Application but which oamflow never wrote, is this Application's
+// to take over in place: one of the Application's ResourceTrackers (on the
+// hub, written only by controllers — KubeVela's, kept through a switch)
+// lists it. Labels alone never suffice: anyone able to write the object
+// could set them.
+func (k *Keeper) adoptable(ctx context.Context, ref common.ClusterObjectReference) (bool, error) {
+	hub, err := k.hub(ctx)
+	if err != nil {
+		return false, err
+	}
+	t, err := k.listTrackers(ctx, hub)
+	if err != nil {
+		return false, err
+	}
+	all := slices.Clone(t.old)
+	for _, rt := range []*v1beta1.ResourceTracker{t.current, t.root} {
+		if rt != nil {
+			all = append(all, rt)
+		}
+	}
+	want := keyOf(v1beta1.ManagedResource{ClusterObjectReference: ref})
+	for _, rt := range all {
+		for _, e := range rt.Spec.ManagedResources {
+			if !e.Deleted && keyOf(e) == want {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // getTracker reads the tracker named name from the hub, decoded
