@@ -18,7 +18,8 @@ import (
 // the writer must be allowed to impersonate it (verb impersonate on
 // serviceaccounts/<name> in the Application's namespace), asked with a
 // SubjectAccessReview. Annotations that name no ServiceAccount are refused
-// with the controller's message in every mode.
+// with the controller's message in every mode. In lockdown it also refuses
+// an Application whose spec names targets outside its scope (checkScope).
 type IdentityChecker struct {
 	// Tenancy is the controller's configuration; the writer is checked in
 	// lockdown only (in single-tenant mode writers of Applications may act as

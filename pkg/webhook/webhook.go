@@ -123,6 +123,13 @@ func (v *ApplicationValidator) Handle(ctx context.Context, req admission.Request
 			return admission.Allowed("spec unchanged")
 		}
 	}
+	if v.Identity != nil {
+		// In lockdown, targets outside the Application's scope that its
+		// spec names are refused now, with the controller's message.
+		if refusal := v.Identity.checkScope(app); refusal != "" {
+			return admission.Denied(refusal)
+		}
+	}
 	warnings, err := ValidateUpdate(ctx, old, app, v.Sources.Source(app.Namespace), v.Topologies)
 	switch {
 	case appfile.IsInvalid(err):

@@ -1,0 +1,234 @@
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/tenancy"
+)
+
+// memberCluster stands for "some member cluster" in scope checks: on
+// every member the same namespaces are in scope (tenancy.Tenant.Check).
+const memberCluster = "a member cluster"
+
+// checkScope returns, in lockdown, why the targets of app known from its
+// spec alone are outside its scope ("" when none is), each refusal being
+// tenancy's own (Tenant.Check) after the field path that names the
+// target: topology policies' namespace on the hub, the objects of
+// k8s-objects components (their namespace, and cluster-scoped kinds as
+// mapper tells them), ref-objects references, and the apply-object and
+// read-object steps. Rendered objects are the controller's to check.
+func (c *IdentityChecker) checkScope(app *v1beta1.Application) string {
+	if !c.Tenancy.Lockdown() {
+		return ""
+	}
+	t, err := c.Tenancy.TenantOf(app)
+	if err != nil || t.AllowCrossNamespace {
+		return "" // an invalid identity is Check's refusal
+	}
+	var mapper meta.RESTMapper
+	if c.Reviews != nil {
+		mapper = c.Reviews.RESTMapper()
+	}
+	s := scopeCheck{tenant: t, mapper: mapper, namespace: app.Namespace}
+	hub, member := placements(app)
+	for i, p := range app.Spec.Policies {
+		if p.Type != "topology" {
+			continue
+		}
+		var props struct {
+			Namespace string `json:"namespace"`
+		}
+		if decode(p.Properties, &props) != nil || props.Namespace == "" || !targetsHub(p.Properties) {
+			continue
+		}
+		s.check(fmt.Sprintf("spec.policies[%d].properties.namespace (topology policy %q)", i, p.Name),
+			tenancy.Object{Kind: "the topology's target", Namespace: props.Namespace})
+	}
+	for i, comp := range app.Spec.Components {
+		at := fmt.Sprintf("spec.components[%d].properties.objects", i)
+		switch comp.Type {
+		case "k8s-objects":
+			var props struct {
+				Objects []object `json:"objects"`
+			}
+			if decode(comp.Properties, &props) != nil {
+				continue
+			}
+			for j, o := range props.Objects {
+				field := fmt.Sprintf("%s[%d] (component %q)", at, j, comp.Name)
+				if hub {
+					s.checkObject(field, "", o)
+				}
+				if member {
+					s.checkObject(field, memberCluster, o)
+				}
+			}
+		case "ref-objects":
+			var props struct {
+				Objects []struct {
+					Resource  string `json:"resource"`
+					Name      string `json:"name"`
+					Namespace string `json:"namespace"`
+					Cluster   string `json:"cluster"`
+				} `json:"objects"`
+			}
+			if decode(comp.Properties, &props) != nil {
+				continue
+			}
+			for j, o := range props.Objects {
+				if o.Namespace == "" {
+					continue
+				}
+				s.check(fmt.Sprintf("%s[%d].namespace (component %q)", at, j, comp.Name),
+					tenancy.Object{Cluster: o.Cluster, Kind: o.Resource, Namespace: o.Namespace, Name: o.Name})
+			}
+		}
+	}
+	if app.Spec.Workflow != nil {
+		for i, step := range app.Spec.Workflow.Steps {
+			s.checkStep(fmt.Sprintf("spec.workflow.steps[%d]", i), step.Name, step.Type, step.Properties)
+			for j, sub := range step.SubSteps {
+				s.checkStep(fmt.Sprintf("spec.workflow.steps[%d].subSteps[%d]", i, j), sub.Name, sub.Type, sub.Properties)
+			}
+		}
+	}
+	return s.refusal
+}
+
+// object is the part of a Kubernetes object the scope depends on.
+type object struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+}
+
+type scopeCheck struct {
+	tenant    tenancy.Tenant
+	mapper    meta.RESTMapper
+	namespace string
+	refusal   string
+}
+
+// check records the first refusal of o, at field.
+func (s *scopeCheck) check(field string, o tenancy.Object) {
+	if s.refusal != "" {
+		return
+	}
+	if err := s.tenant.Check(o); err != nil {
+		s.refusal = fmt.Sprintf("application %s: %s: %s", s.tenant.App, field, err)
+	}
+}
+
+// checkObject checks a whole object on cluster: its namespace (the
+// Application's when it names none), or none for a cluster-scoped kind.
+// A kind the mapper does not know is left to the controller.
+func (s *scopeCheck) checkObject(field, cluster string, o object) {
+	ns := o.Metadata.Namespace
+	if ns == "" {
+		ns = s.namespace
+	}
+	at := field + ".metadata.namespace"
+	if s.clusterScoped(o) {
+		ns = ""
+		at = field + ".kind"
+	}
+	s.check(at, tenancy.Object{Cluster: cluster, Kind: o.Kind, Namespace: ns, Name: o.Metadata.Name})
+}
+
+// clusterScoped tells whether the mapper knows o's kind as cluster-scoped.
+func (s *scopeCheck) clusterScoped(o object) bool {
+	if s.mapper == nil || o.Kind == "" {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(o.APIVersion)
+	if err != nil {
+		return false
+	}
+	m, err := s.mapper.RESTMapping(gv.WithKind(o.Kind).GroupKind(), gv.Version)
+	return err == nil && m.Scope.Name() != meta.RESTScopeNameNamespace
+}
+
+func (s *scopeCheck) checkStep(at, name, typ string, props *runtime.RawExtension) {
+	switch typ {
+	case "apply-object":
+		var p struct {
+			Value   object `json:"value"`
+			Cluster string `json:"cluster"`
+		}
+		if decode(props, &p) == nil {
+			s.checkObject(fmt.Sprintf("%s.properties.value (step %q)", at, name), p.Cluster, p.Value)
+		}
+	case "read-object":
+		var p struct {
+			Kind, Name, Namespace, Cluster string
+		}
+		if decode(props, &p) == nil && p.Namespace != "" {
+			if p.Kind == "" {
+				p.Kind = "Application"
+			}
+			s.check(fmt.Sprintf("%s.properties.namespace (step %q)", at, name),
+				tenancy.Object{Cluster: p.Cluster, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name})
+		}
+	}
+}
+
+// placements tells whether app's components may be placed on the hub and
+// on member clusters, from its topology policies alone (render.PlanDeploy's
+// rules: no topology places on the hub, and so does a topology naming
+// "local", one with neither clusters nor a selector, or the selector {}).
+func placements(app *v1beta1.Application) (hub, member bool) {
+	topologies := false
+	for _, p := range app.Spec.Policies {
+		if p.Type != "topology" {
+			continue
+		}
+		topologies = true
+		if targetsHub(p.Properties) {
+			hub = true
+		}
+		var props struct {
+			Clusters []string       `json:"clusters"`
+			Labels   map[string]any `json:"clusterLabelSelector"`
+			Selector map[string]any `json:"clusterSelector"`
+		}
+		if decode(p.Properties, &props) == nil && (slices.ContainsFunc(props.Clusters, func(c string) bool { return c != v1beta1.ClusterLocal }) || props.Labels != nil || props.Selector != nil) {
+			member = true
+		}
+	}
+	return hub || !topologies, member
+}
+
+func targetsHub(raw *runtime.RawExtension) bool {
+	var props struct {
+		Clusters []string       `json:"clusters"`
+		Labels   map[string]any `json:"clusterLabelSelector"`
+		Selector map[string]any `json:"clusterSelector"`
+	}
+	if decode(raw, &props) != nil {
+		return false
+	}
+	if slices.Contains(props.Clusters, v1beta1.ClusterLocal) {
+		return true
+	}
+	if props.Labels == nil && props.Selector == nil {
+		return len(props.Clusters) == 0
+	}
+	return (props.Labels != nil && len(props.Labels) == 0) || (props.Selector != nil && len(props.Selector) == 0)
+}
+
+func decode(raw *runtime.RawExtension, into any) error {
+	if raw == nil || len(raw.Raw) == 0 {
+		return fmt.Errorf("no properties")
+	}
+	return json.Unmarshal(raw.Raw, into)
+}
