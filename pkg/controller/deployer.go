@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -105,12 +106,12 @@ func (d *appDeployer) Component(name string) (workflow.Component, bool) {
 func (d *appDeployer) PlanDeploy(ctx context.Context, policies []string) ([]workflow.DeployTarget, error) {
 	plan, err := render.PlanDeploy(ctx, d.af, policies, d.resolver)
 	if err != nil {
-		return nil, workflow.Terminal(err)
+		return nil, errclass.Terminal(err)
 	}
 	out := make([]workflow.DeployTarget, 0, len(plan.Targets))
 	for _, t := range plan.Targets {
 		if t.Placeholder {
-			return nil, workflow.Terminal(fmt.Errorf("cannot resolve the clusters of %s: no cluster registry", t.Cluster))
+			return nil, errclass.Terminal(fmt.Errorf("cannot resolve the clusters of %s: no cluster registry", t.Cluster))
 		}
 		td := *d
 		td.af = t.AppFile
@@ -199,9 +200,9 @@ func (d *appDeployer) Apply(ctx context.Context, cluster string, objs []*unstruc
 		if d.recorder != nil && d.app != nil {
 			d.recorder.Event(d.app, corev1.EventTypeWarning, common.ReasonAccessDenied, err.Error())
 		}
-		return workflow.Terminal(err)
+		return errclass.Terminal(err)
 	case errors.As(err, &own) || errors.As(err, &ro):
-		return workflow.Terminal(err)
+		return errclass.Terminal(err)
 	}
 	return err
 }

@@ -42,7 +42,7 @@
 //     repaired) deserves a Normal Event (reason HelmReleaseRecovered; the
 //     resource keeper records it, and HelmReleaseFailed Warnings, with
 //     resourcekeeper.WithReleaseEvents); ActionPending means requeue after
-//     Result.RetryAfter. Errors for which IsTerminal is true are terminal
+//     Result.RetryAfter. Errors for which errclass.IsTerminal is true are terminal
 //     for the current spec: ErrChartNotFound, ErrUnsafeChart, and
 //     *RenderError (the chart's templates do not render with these
 //     values: a missing `required` value, `fail`, a template error, a

@@ -3,6 +3,7 @@ package helm
 import (
 	"context"
 	"errors"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"net"
 	"net/http/httptest"
 	"path/filepath"
@@ -146,7 +147,7 @@ func TestRenderFailureIsTerminal(t *testing.T) {
 	assertRenderError := func(t *testing.T, op string, err error) {
 		t.Helper()
 		require.Error(t, err)
-		assert.True(t, IsTerminal(err), "a render failure is terminal: %v", err)
+		assert.True(t, errclass.IsTerminal(err), "a render failure is terminal: %v", err)
 		var re *RenderError
 		require.ErrorAs(t, err, &re)
 		assert.Contains(t, re.Error(), "execution error at (required/templates/configmap.yaml:6:", "Helm's own message")
@@ -185,7 +186,7 @@ func TestRenderFailureIsTerminal(t *testing.T) {
 		require.Error(t, err)
 		var ce *ChartError
 		assert.ErrorAs(t, err, &ce)
-		assert.False(t, IsTerminal(err), "%v", err)
+		assert.False(t, errclass.IsTerminal(err), "%v", err)
 	})
 	t.Run("an API server that cannot be reached is retried", func(t *testing.T) {
 		cfg := rest.CopyConfig(e.Config)
@@ -195,6 +196,6 @@ func TestRenderFailureIsTerminal(t *testing.T) {
 		down := NewClient(NewFactory(SingleCluster(cfg)), NewFetcher(e.Client, WithChartRoot(root)), e.Client)
 		_, err := down.Ensure(ctx, mk(nil))
 		require.Error(t, err)
-		assert.False(t, IsTerminal(err), "%v", err)
+		assert.False(t, errclass.IsTerminal(err), "%v", err)
 	})
 }

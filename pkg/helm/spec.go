@@ -81,10 +81,6 @@ var (
 // DefaultLimits are the archive limits used when a field is zero.
 var DefaultLimits = helmspec.DefaultLimits
 
-// IsTerminal is helmspec.IsTerminal: err wraps ErrChartNotFound,
-// ErrUnsafeChart or *RenderError, and retrying the same spec cannot help.
-func IsTerminal(err error) bool { return helmspec.IsTerminal(err) }
-
 // IsHelmRelease is helmspec.IsHelmRelease.
 func IsHelmRelease(obj *unstructured.Unstructured) bool { return helmspec.IsHelmRelease(obj) }
 

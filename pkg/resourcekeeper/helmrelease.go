@@ -171,8 +171,9 @@ func trackedOptions(e v1beta1.ManagedResource) helm.Options {
 }
 
 // invalidReleaseError is an error about a HelmRelease object that retrying
-// cannot fix. It carries an Invalid API status (apierrors.IsInvalid, which
-// the workflow treats as terminal) and wraps the original error.
+// cannot fix (Terminal, package errclass). It words the original error,
+// which it wraps, as an Invalid API status naming the field at fault, as the
+// API server words an invalid object.
 type invalidReleaseError struct {
 	status *apierrors.StatusError
 	err    error
@@ -181,6 +182,7 @@ type invalidReleaseError struct {
 func (e *invalidReleaseError) Error() string         { return e.status.Error() }
 func (e *invalidReleaseError) Unwrap() error         { return e.err }
 func (e *invalidReleaseError) Status() metav1.Status { return e.status.Status() }
+func (e *invalidReleaseError) Terminal() bool        { return true }
 
 // invalidRelease wraps err (a spec error with field paths, or a chart
 // error) as an Invalid error naming obj and the field at fault, e.g.

@@ -74,6 +74,13 @@ func Denied(id Identity, err error) error {
 	return out
 }
 
+// Terminal says retrying cannot help until the RoleBinding or the
+// Application changes (package errclass).
+func (e *DeniedError) Terminal() bool { return true }
+
+// Terminal says retrying cannot help (package errclass).
+func (e *ScopeError) Terminal() bool { return true }
+
 // IsRefusal reports whether err is the Application's lack of rights: a
 // *DeniedError or a *ScopeError (anywhere in its chain). Such errors fail
 // a workflow step at once.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"net"
 	"strings"
 	"sync"
@@ -86,7 +87,7 @@ func deploy(ctx context.Context, p deployParams, rt providertypes.RuntimeParams)
 	}
 	targets, err := planner.PlanDeploy(ctx, p.Policies)
 	if err != nil {
-		if IsTerminal(err) {
+		if errclass.IsTerminal(err) {
 			return nil, fail(ctx, rt, fmt.Sprintf("deploy: %v", err))
 		}
 		return nil, fmt.Errorf("deploy: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"net"
 	"net/url"
 	"sync"
@@ -160,7 +161,7 @@ func TestDeployTerminalErrorInOneClusterFails(t *testing.T) {
 	var owned atomic.Int32
 	h.deployer.applyErr = func(string) error {
 		if owned.Add(1) == 2 {
-			return Terminal(errors.New("ConfigMap x belongs to Application default/other"))
+			return errclass.Terminal(errors.New("ConfigMap x belongs to Application default/other"))
 		}
 		return nil
 	}

@@ -2,16 +2,12 @@ package workflow
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	oamv1alpha1 "github.com/kubevela/pkg/apis/oam/v1alpha1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
-	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/render"
 )
 
@@ -126,40 +122,6 @@ func (d DeployerFns) Health(ctx context.Context, req ComponentRequest, resources
 		return ComponentHealth{Status: common.ApplicationComponentStatus{Name: req.Name, Namespace: req.Namespace, Cluster: req.Cluster, Healthy: true}}, nil
 	}
 	return d.HealthFn(ctx, req, resources)
-}
-
-// terminalError marks an error that retrying cannot fix.
-type terminalError struct{ err error }
-
-func (e *terminalError) Error() string { return e.err.Error() }
-func (e *terminalError) Unwrap() error { return e.err }
-
-// Terminal marks err as one that retrying cannot fix (an object owned by
-// someone else, a manifest the API server rejects): the step fails at once
-// instead of being retried. Terminal(nil) is nil.
-func Terminal(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &terminalError{err: err}
-}
-
-// IsTerminal reports whether retrying err is pointless: it was marked with
-// Terminal, or the API server rejected the request as invalid or malformed,
-// or the kind is not served, or package helm says the same HelmRelease
-// spec cannot succeed (helm.IsTerminal: chart not found, unsafe chart,
-// templates that do not render with the values).
-func IsTerminal(err error) bool {
-	var te *terminalError
-	switch {
-	case err == nil:
-		return false
-	case errors.As(err, &te), helm.IsTerminal(err):
-		return true
-	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), meta.IsNoMatchError(err), apierrors.IsUnsupportedMediaType(err):
-		return true
-	}
-	return false
 }
 
 // serviceCollector gathers the component health the oam provider saw

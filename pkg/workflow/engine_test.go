@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -503,7 +504,7 @@ func TestTerminalApplyErrorFailsAtOnce(t *testing.T) {
 	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{applyStep("owned", "a")}}
 	h := newHarness(t, wf, Options{}, comps("a")...)
 	h.deployer.applyErr = func(string) error {
-		return Terminal(errors.New("ConfigMap default/x belongs to Application default/other"))
+		return errclass.Terminal(errors.New("ConfigMap default/x belongs to Application default/other"))
 	}
 	res := h.pass()
 	assert.True(t, res.Status.Finished)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/oamflow/oamflow/pkg/errclass"
 
 	cuexruntime "github.com/kubevela/pkg/cue/cuex/runtime"
 	providertypes "github.com/kubevela/workflow/pkg/providers/types"
@@ -185,7 +186,7 @@ func releaseObject(spec *helm.Spec) (*unstructured.Unstructured, error) {
 // release is recorded in the Application's ResourceTracker (deleting the
 // Application, or a revision no longer installing it, uninstalls it);
 // elsewhere it calls Ensure directly. A bad spec, a chart that cannot be
-// had or does not render with the values (IsTerminal) fails the step at
+// had or does not render with the values (errclass.IsTerminal) fails the step at
 // once, another operation on the release makes it wait, other errors are
 // retried.
 func (h helmProvider) install(ctx context.Context, params map[string]any, rt providertypes.RuntimeParams) (*helmReleaseStatus, error) {
@@ -207,7 +208,7 @@ func (h helmProvider) install(ctx context.Context, params map[string]any, rt pro
 		case err == nil:
 		case errors.Is(err, helm.ErrOperationInProgress):
 			return nil, wait(rt, fmt.Sprintf("%s: %v", what, err))
-		case IsTerminal(err):
+		case errclass.IsTerminal(err):
 			return nil, fail(ctx, rt, fmt.Sprintf("%s: %v", what, err))
 		default:
 			return nil, fmt.Errorf("%s: %w", what, err)
@@ -218,7 +219,7 @@ func (h helmProvider) install(ctx context.Context, params map[string]any, rt pro
 		case err == nil:
 		case res.Action == helm.ActionPending || errors.Is(err, helm.ErrOperationInProgress):
 			return nil, wait(rt, fmt.Sprintf("%s: %v", what, err))
-		case IsTerminal(err):
+		case errclass.IsTerminal(err):
 			return nil, fail(ctx, rt, fmt.Sprintf("%s: %v", what, err))
 		default:
 			return nil, fmt.Errorf("%s: %w", what, err)
@@ -284,7 +285,7 @@ func (h helmProvider) uninstall(ctx context.Context, p helmUninstallParams, rt p
 		res, err = h.c.Uninstall(ctx, p.Cluster, ns, p.Release.Name, p.Options)
 	}
 	if err != nil {
-		if IsTerminal(err) || tenancy.IsRefusal(err) {
+		if errclass.IsTerminal(err) {
 			return nil, fail(ctx, rt, fmt.Sprintf("%s: %v", what, err))
 		}
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -303,7 +304,7 @@ func (h helmProvider) template(ctx context.Context, params map[string]any, rt pr
 	objs, err := h.c.Template(ctx, req)
 	if err != nil {
 		var ce *helm.ChartError
-		if helm.IsTerminal(err) || !errors.As(err, &ce) {
+		if errclass.IsTerminal(err) || !errors.As(err, &ce) {
 			// Not found, unsafe, or a chart that does not render with
 			// these values: the same spec fails the same way again.
 			return nil, fail(ctx, rt, fmt.Sprintf("rendering helm release %s/%s: %v", req.Spec.Release.Namespace, req.Spec.Release.Name, err))

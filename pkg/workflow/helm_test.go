@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"os"
 	"path/filepath"
 	"sync"
@@ -342,7 +343,7 @@ func TestFailedApplyMarksComponentUnhealthy(t *testing.T) {
 					return []render.Resource{{Component: "typo", Object: obj}}, nil
 				},
 				ApplyFn: func(context.Context, string, []*unstructured.Unstructured) error {
-					return Terminal(fmt.Errorf("HelmRelease default/typo: %w", helm.ErrChartNotFound))
+					return errclass.Terminal(fmt.Errorf("HelmRelease default/typo: %w", helm.ErrChartNotFound))
 				},
 				HealthFn: func(context.Context, ComponentRequest, []render.Resource) (ComponentHealth, error) {
 					return ComponentHealth{Status: tc.health}, nil

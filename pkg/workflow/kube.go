@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/oamflow/oamflow/pkg/errclass"
 
 	"cuelang.org/go/cue"
 	cuexruntime "github.com/kubevela/pkg/cue/cuex/runtime"
@@ -15,14 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/pkg/multicluster"
-	"github.com/oamflow/oamflow/pkg/tenancy"
 )
 
 // kubeProviders are vela/kube's actions as oamflow runs them: every action
 // acts on the cluster its `cluster` parameter names (the hub when empty),
 // through the Application's clients (its identity and scope, package
 // tenancy). What the identity or scope does not allow, an unknown cluster,
-// and what retrying cannot fix (IsTerminal) fail the step with the
+// and what retrying cannot fix (errclass.IsTerminal) fail the step with the
 // reason; other read, list and delete errors stay in $returns.err, as in
 // kubevela/workflow.
 func kubeProviders() map[string]cuexruntime.ProviderFn {
@@ -54,7 +54,7 @@ func failRefused(ctx context.Context, rt providertypes.RuntimeParams, what strin
 	if err == nil {
 		return nil
 	}
-	if tenancy.IsRefusal(err) || IsTerminal(err) || errors.Is(err, multicluster.ErrClusterNotFound) {
+	if errclass.IsTerminal(err) || errors.Is(err, multicluster.ErrClusterNotFound) {
 		return fail(ctx, rt, fmt.Sprintf("%s: %v", what, err))
 	}
 	return err

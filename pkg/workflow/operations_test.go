@@ -143,10 +143,3 @@ func TestMergeServices(t *testing.T) {
 	assert.Equal(t, []common.ApplicationComponentStatus{{Name: "a", Healthy: true}, {Name: "b", Healthy: false}, {Name: "c", Healthy: true}}, got)
 	assert.False(t, cur[0].Healthy, "the input is not modified")
 }
-
-func TestIsTerminal(t *testing.T) {
-	assert.False(t, IsTerminal(nil))
-	assert.True(t, IsTerminal(Terminal(assert.AnError)))
-	assert.False(t, IsTerminal(assert.AnError))
-	assert.Nil(t, Terminal(nil))
-}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -327,7 +328,7 @@ func applyOne(ctx context.Context, run *runValues, comp Component, p componentPa
 	for _, cl := range clusters {
 		if err := run.deployer.Apply(ctx, cl, objs[cl]); err != nil {
 			noteFailedApply(ctx, run, req, res, err)
-			if IsTerminal(err) {
+			if errclass.IsTerminal(err) {
 				return applied{}, fail(ctx, rt, fmt.Sprintf("applying component %q: %v", req.Name, err))
 			}
 			return applied{}, fmt.Errorf("applying component %q: %w", req.Name, err)

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"io"
 	"io/fs"
 	"os"
@@ -59,7 +60,7 @@ func (l Limits) WithDefaults() Limits {
 
 // ErrUnsafeChart marks a chart refused by a security guard (Limits, links,
 // path traversal). It is terminal: retrying the same chart cannot succeed.
-var ErrUnsafeChart = errors.New("unsafe chart")
+var ErrUnsafeChart = errclass.Sentinel("unsafe chart")
 
 // UnsafeChartf returns an error wrapping ErrUnsafeChart with the formatted
 // reason.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,7 +18,7 @@ import (
 // ErrChartNotFound marks a chart (or chart version) that its source does
 // not have: a 404, a name missing from index.yaml, no tag matching the
 // version constraint, a missing bundled path.
-var ErrChartNotFound = errors.New("chart not found")
+var ErrChartNotFound = errclass.Sentinel("chart not found")
 
 // Chart is a loaded chart with the digest of its content.
 type Chart struct {

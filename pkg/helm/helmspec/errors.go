@@ -1,7 +1,6 @@
 package helmspec
 
 import (
-	"errors"
 	"fmt"
 )
 
@@ -15,24 +14,15 @@ import (
 // upgraded: Helm renders before it writes a release or an object.
 //
 // The same chart with the same values fails the same way again, so a
-// RenderError is terminal for the current spec (IsTerminal); a new chart
-// version or new values may render.
+// RenderError is terminal for the current spec (errclass.IsTerminal); a
+// new chart version or new values may render.
 type RenderError struct{ Err error }
 
 func (e *RenderError) Error() string { return e.Err.Error() }
 func (e *RenderError) Unwrap() error { return e.Err }
 
-// IsTerminal reports whether err means that retrying the same spec cannot
-// succeed: it wraps ErrChartNotFound (the source has no such chart or
-// version), ErrUnsafeChart (refused by a guard) or *RenderError (the
-// templates do not render with these values). Other chart errors
-// (*ChartError from a repository that does not answer, bad credentials)
-// and cluster errors may pass and are not terminal.
-func IsTerminal(err error) bool {
-	var re *RenderError
-	var no *NotOwnedError
-	return errors.Is(err, ErrChartNotFound) || errors.Is(err, ErrUnsafeChart) || errors.As(err, &re) || errors.As(err, &no)
-}
+// Terminal says retrying the same spec cannot help (package errclass).
+func (e *RenderError) Terminal() bool { return true }
 
 // NotOwnedError says a release belongs to another Application, or to
 // none, and was not changed; retrying cannot fix it.
@@ -44,6 +34,9 @@ type NotOwnedError struct {
 	Owner   Owner
 	Oamflow bool
 }
+
+// Terminal says retrying cannot help (package errclass).
+func (e *NotOwnedError) Terminal() bool { return true }
 
 func (e *NotOwnedError) Error() string {
 	if e.Owner.IsZero() {

@@ -1,0 +1,63 @@
+// Package errclass is the one place that decides whether retrying an error
+// can help. A workflow step whose error is terminal fails at once instead of
+// being retried with backoff; the same spec fails the same way again, so only
+// a change to the Application (or a `workflow restart`) runs it again.
+//
+// An error is terminal when any error in its chain says so with a
+// Terminal() bool method returning true (Helm's *RenderError and
+// *NotOwnedError, tenancy's refusals, errors marked with Terminal, the
+// sentinels made with Sentinel), or when the API server rejected the request
+// itself: invalid, malformed, of a media type it does not take, or of a kind
+// it does not serve. Everything else (timeouts, conflicts, unreachable
+// clusters, a chart repository that does not answer) may pass and is
+// retried.
+package errclass
+
+import (
+	"errors"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+// terminal is implemented by errors that know whether they are terminal.
+type terminal interface{ Terminal() bool }
+
+// marked is an error marked with Terminal.
+type marked struct{ err error }
+
+func (e *marked) Error() string  { return e.err.Error() }
+func (e *marked) Unwrap() error  { return e.err }
+func (e *marked) Terminal() bool { return true }
+
+// Terminal marks err as one that retrying cannot fix (an object owned by
+// someone else, a target that does not exist). Terminal(nil) is nil.
+func Terminal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &marked{err: err}
+}
+
+// sentinel is a terminal error value to compare with errors.Is.
+type sentinel struct{ msg string }
+
+func (s *sentinel) Error() string  { return s.msg }
+func (s *sentinel) Terminal() bool { return true }
+
+// Sentinel returns a terminal error value with msg as its message, for
+// package-level errors compared with errors.Is (helmspec.ErrChartNotFound).
+func Sentinel(msg string) error { return &sentinel{msg: msg} }
+
+// IsTerminal reports whether retrying err is pointless (see the package
+// documentation). IsTerminal(nil) is false.
+func IsTerminal(err error) bool {
+	if err == nil {
+		return false
+	}
+	var t terminal
+	if errors.As(err, &t) && t.Terminal() {
+		return true
+	}
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsUnsupportedMediaType(err) || meta.IsNoMatchError(err)
+}
