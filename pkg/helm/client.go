@@ -9,6 +9,8 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -196,10 +198,10 @@ func (c *Client) install(ctx context.Context, cfg *action.Configuration, req Req
 	in := action.NewInstall(cfg)
 	in.ReleaseName = s.Release.Name
 	in.Namespace = s.Release.Namespace
-	// The Application's own namespace exists (the Application is in it):
-	// creating it is never needed, and an identity limited to its
-	// namespace may not create namespaces.
-	in.CreateNamespace = s.Options.EffectiveCreateNamespace() && s.Release.Namespace != req.Namespace
+	// The Application's own namespace exists on the hub (the Application
+	// is in it), and an identity limited to its namespace may not create
+	// namespaces: it is created only where it is missing (a member cluster).
+	in.CreateNamespace = s.Options.EffectiveCreateNamespace() && (s.Release.Namespace != req.Namespace || namespaceMissing(ctx, cfg, s.Release.Namespace))
 	in.Timeout = s.Options.EffectiveTimeout()
 	in.Wait = s.Options.Wait
 	in.WaitForJobs = s.Options.Wait
@@ -474,4 +476,17 @@ func (c *Client) Template(ctx context.Context, req Request) ([]*unstructured.Uns
 		return nil, err
 	}
 	return helmspec.RenderChart(req.Spec, d)
+}
+
+// namespaceMissing reports whether the cluster of cfg answers that
+// namespace does not exist. Any other answer (it exists, the identity may
+// not read namespaces, an error) is false: Helm then installs without
+// creating it, and the install itself reports what is wrong.
+func namespaceMissing(ctx context.Context, cfg *action.Configuration, namespace string) bool {
+	cs, err := cfg.KubernetesClientSet()
+	if err != nil {
+		return false
+	}
+	_, err = cs.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	return apierrors.IsNotFound(err)
 }

@@ -161,13 +161,7 @@ func (k *Keeper) Delete(ctx context.Context) (done bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	all := slices.Clone(t.old)
-	if t.current != nil {
-		all = append(all, t.current)
-	}
-	if t.root != nil {
-		all = append(all, t.root)
-	}
+	all := t.all()
 	var cands []v1beta1.ManagedResource
 	seen := map[entryKey]bool{}
 	for _, rt := range all {

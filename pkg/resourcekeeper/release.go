@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -147,29 +146,9 @@ func (k *Keeper) checkReleaseOwner(ctx context.Context, cluster string, d *unstr
 // the release ref (a release installed before releases recorded their
 // owner is adopted by the Application that installed it).
 func (k *Keeper) tracksRelease(ctx context.Context, ref common.ClusterObjectReference) (bool, error) {
-	hub, err := k.hub(ctx)
-	if err != nil {
-		return false, err
-	}
-	t, err := k.listTrackers(ctx, hub)
-	if err != nil {
-		return false, err
-	}
-	all := slices.Clone(t.old)
-	if t.current != nil {
-		all = append(all, t.current)
-	}
-	if t.root != nil {
-		all = append(all, t.root)
-	}
-	for _, rt := range all {
-		for _, e := range rt.Spec.ManagedResources {
-			if isReleaseEntry(e) && normCluster(e.Cluster) == normCluster(ref.Cluster) && e.Namespace == ref.Namespace && e.Name == ref.Name {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
+	return k.tracks(ctx, func(e v1beta1.ManagedResource) bool {
+		return isReleaseEntry(e) && normCluster(e.Cluster) == normCluster(ref.Cluster) && e.Namespace == ref.Namespace && e.Name == ref.Name
+	})
 }
 
 // releaseDefaults are the defaults of a rendered HelmRelease: its

@@ -50,6 +50,37 @@ type trackers struct {
 	old     []*v1beta1.ResourceTracker // versioned, other revisions
 }
 
+// all returns the trackers: the other revisions' first, then the current
+// and the root one.
+func (t *trackers) all() []*v1beta1.ResourceTracker {
+	all := slices.Clone(t.old)
+	for _, rt := range []*v1beta1.ResourceTracker{t.current, t.root} {
+		if rt != nil {
+			all = append(all, rt)
+		}
+	}
+	return all
+}
+
+// tracks reports whether one of the Application's trackers has an entry
+// for which match is true.
+func (k *Keeper) tracks(ctx context.Context, match func(v1beta1.ManagedResource) bool) (bool, error) {
+	hub, err := k.hub(ctx)
+	if err != nil {
+		return false, err
+	}
+	t, err := k.listTrackers(ctx, hub)
+	if err != nil {
+		return false, err
+	}
+	for _, rt := range t.all() {
+		if slices.ContainsFunc(rt.Spec.ManagedResources, match) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // listTrackers reads every ResourceTracker of the Application from the hub.
 func (k *Keeper) listTrackers(ctx context.Context, hub client.Client) (*trackers, error) {
 	var list v1beta1.ResourceTrackerList
@@ -105,29 +136,8 @@ const AnnoKubeVelaLastApplied = "app.oam.dev/last-applied-configuration"
 // lists it. Labels alone never suffice: anyone able to write the object
 // could set them.
 func (k *Keeper) adoptable(ctx context.Context, ref common.ClusterObjectReference) (bool, error) {
-	hub, err := k.hub(ctx)
-	if err != nil {
-		return false, err
-	}
-	t, err := k.listTrackers(ctx, hub)
-	if err != nil {
-		return false, err
-	}
-	all := slices.Clone(t.old)
-	for _, rt := range []*v1beta1.ResourceTracker{t.current, t.root} {
-		if rt != nil {
-			all = append(all, rt)
-		}
-	}
 	want := keyOf(v1beta1.ManagedResource{ClusterObjectReference: ref})
-	for _, rt := range all {
-		for _, e := range rt.Spec.ManagedResources {
-			if !e.Deleted && keyOf(e) == want {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
+	return k.tracks(ctx, func(e v1beta1.ManagedResource) bool { return !e.Deleted && keyOf(e) == want })
 }
 
 // getTracker reads the tracker named name from the hub, decoded
