@@ -6,6 +6,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
@@ -31,8 +32,10 @@ type IdentityChecker struct {
 
 // Check returns why app may not be admitted as written by user ("" when
 // it may), or the error that kept it from finding out; old is the
-// Application before an update (nil on create). An unchanged identity is
-// not checked again.
+// Application before an update (nil on create). An update that changes
+// neither the identity nor the spec (labels, finalizers) is not checked
+// again; one that changes the spec is, since it changes what the identity
+// does.
 func (c *IdentityChecker) Check(ctx context.Context, user authenticationv1.UserInfo, old, app *v1beta1.Application) (string, error) {
 	id, err := c.Tenancy.IdentityOf(app)
 	if err != nil {
@@ -41,7 +44,8 @@ func (c *IdentityChecker) Check(ctx context.Context, user authenticationv1.UserI
 	if !c.Tenancy.Lockdown() || id.Source != tenancy.FromAnnotation {
 		return "", nil
 	}
-	if old != nil && old.Annotations[v1beta1.AnnoServiceAccountName] == app.Annotations[v1beta1.AnnoServiceAccountName] {
+	if old != nil && old.Annotations[v1beta1.AnnoServiceAccountName] == app.Annotations[v1beta1.AnnoServiceAccountName] &&
+		equality.Semantic.DeepEqual(old.Spec, app.Spec) {
 		return "", nil
 	}
 	extra := map[string]authorizationv1.ExtraValue{}

@@ -55,6 +55,10 @@ func TestIdentityCheck(t *testing.T) {
 		a.Spec.Components = []common.ApplicationComponent{{Name: "web", Type: "webservice", Properties: &runtime.RawExtension{Raw: []byte(`{"image":"nginx"}`)}}}
 		return a
 	}
+	withImage := func(a *v1beta1.Application, image string) *v1beta1.Application {
+		a.Spec.Components[0].Properties = &runtime.RawExtension{Raw: []byte(`{"image":"` + image + `"}`)}
+		return a
+	}
 	lockdown := tenancy.Config{DefaultServiceAccount: "oamflow-app"}
 	cases := []struct {
 		reason  string
@@ -74,6 +78,10 @@ func TestIdentityCheck(t *testing.T) {
 		},
 		{reason: "lockdown: adding the annotation to an unchanged spec is checked", config: lockdown, user: "bob", op: admissionv1.Update, obj: app("deployer"), old: app("-"), reviews: 1, message: `user "bob" may not act as serviceaccount team-a/deployer`},
 		{reason: "lockdown: an unchanged annotation is not checked again", config: lockdown, user: "bob", op: admissionv1.Update, obj: app("deployer"), old: app("deployer"), allowed: true},
+		{
+			reason: "lockdown: a spec change under an unchanged annotation is checked (it changes what the ServiceAccount does)", config: lockdown, user: "bob",
+			op: admissionv1.Update, obj: app("deployer"), old: withImage(app("deployer"), "busybox"), reviews: 1, message: `user "bob" may not act as serviceaccount team-a/deployer`,
+		},
 		{reason: "lockdown: the default ServiceAccount needs no review", config: lockdown, user: "bob", op: admissionv1.Create, obj: app("-"), allowed: true},
 		{reason: "single-tenant: writers act as the controller anyway; no review", user: "bob", op: admissionv1.Create, obj: app("deployer"), allowed: true},
 		{reason: "any mode: an annotation naming no ServiceAccount", user: "alice", op: admissionv1.Create, obj: app("kube-system:admin"), message: `metadata.annotations[app.oam.dev/service-account-name]: "kube-system:admin" is not a ServiceAccount name`},
