@@ -45,7 +45,8 @@ func TestFlags(t *testing.T) {
 		{"budgets", []string{"--max-components=20", "--max-traits-per-component=3", "--max-application-bytes=4096"}, func(t *testing.T, o manager.Options) {
 			assert.Equal(t, appfile.Budgets{MaxComponents: 20, MaxTraitsPerComponent: 3, MaxApplicationBytes: 4096}, o.Budgets)
 		}, ""},
-		{"negative budget", []string{"--max-components=-1"}, nil, "--max-components must not be negative"},
+		{"negative budget", []string{"--max-components=-1"}, nil, "--max-components must be at least 1, got -1"},
+		{"zero budget is refused, not taken as the default", []string{"--max-traits-per-component=0"}, nil, "--max-traits-per-component must be at least 1, got 0"},
 		{"overrides", []string{"--concurrent-reconciles=8", "--default-step-timeout=0", "--leader-elect"}, func(t *testing.T, o manager.Options) {
 			assert.Equal(t, 8, o.Concurrency)
 			assert.Zero(t, o.DefaultStepTimeout)

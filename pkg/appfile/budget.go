@@ -3,6 +3,7 @@ package appfile
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
@@ -12,7 +13,9 @@ import (
 // is evaluated. Every entry point (the controller, the admission webhook,
 // `up` and `dry-run`) checks them in Validate with the same defaults and
 // flag names, so an Application over a budget is refused the same way,
-// fast, wherever it is seen. A field ≤ 0 takes its default.
+// fast, wherever it is seen. A zero field takes its default (the zero
+// Budgets are the defaults); flags are checked by Validate, which refuses
+// values below 1 so that --max-components=0 never silently means 500.
 type Budgets struct {
 	// MaxComponents bounds spec.components (flag --max-components).
 	MaxComponents int
@@ -38,6 +41,22 @@ const (
 // every component costs a CUE evaluation per reconcile.
 func DefaultBudgets() Budgets {
 	return Budgets{MaxComponents: 500, MaxTraitsPerComponent: 50, MaxApplicationBytes: 1 << 20}
+}
+
+// Validate refuses budgets below 1, naming the flag: a budget of 0 would
+// refuse every Application (or, defaulted, silently allow the default).
+// Every binary calls it on the values its flags set.
+func (b Budgets) Validate() error {
+	var errs []error
+	for _, f := range []struct {
+		flag string
+		v    int
+	}{{FlagMaxComponents, b.MaxComponents}, {FlagMaxTraitsPerComponent, b.MaxTraitsPerComponent}, {FlagMaxApplicationBytes, b.MaxApplicationBytes}} {
+		if f.v < 1 {
+			errs = append(errs, fmt.Errorf("--%s must be at least 1, got %d", f.flag, f.v))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (b Budgets) withDefaults() Budgets {

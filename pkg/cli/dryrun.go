@@ -141,6 +141,9 @@ func (o *dryRunOptions) run(ctx context.Context, out, errOut io.Writer) error {
 	if o.output != "yaml" && o.output != "json" {
 		return userErrorf("--output must be yaml or json, not %q", o.output)
 	}
+	if err := o.budgets.Validate(); err != nil {
+		return userErrorf("%v", err)
+	}
 	resolver, err := parseClusterLabels(o.clusterLabels)
 	if err != nil {
 		return err

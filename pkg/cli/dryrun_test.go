@@ -196,6 +196,13 @@ func TestDryRunBadInput(t *testing.T) {
 			want:   []string{`spec.components: 2 components; the limit is 1 (--max-components)`},
 		},
 		{
+			reason: "a zero budget is refused, not silently taken as the default",
+			file:   header + "    - {name: a, type: webservice, properties: {image: x}}\n",
+			args:   []string{"--max-components=0"},
+			code:   ExitUserError,
+			want:   []string{`--max-components must be at least 1, got 0`},
+		},
+		{
 			reason: "non-ASCII and over-long names",
 			file:   header + "    - {name: wéb, type: webservice, properties: {image: x}}\n    - {name: " + strings.Repeat("a", 64) + ", type: webservice, properties: {image: x}}\n",
 			code:   ExitUserError,

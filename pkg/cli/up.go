@@ -115,6 +115,9 @@ func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) err
 	if o.pollInterval <= 0 {
 		o.pollInterval = defaultPollInterval
 	}
+	if err := o.budgets.Validate(); err != nil {
+		return userErrorf("%v", err)
+	}
 	in, cueDefs, err := readUpInputs(o.files, stdin)
 	if err != nil {
 		return err

@@ -196,13 +196,8 @@ func (o *Options) Validate() error {
 	if o.MaxStepRetries < 1 {
 		errs = append(errs, fmt.Errorf("--max-step-retries must be at least 1, got %d", o.MaxStepRetries))
 	}
-	for _, b := range []struct {
-		flag string
-		v    int
-	}{{appfile.FlagMaxComponents, o.Budgets.MaxComponents}, {appfile.FlagMaxTraitsPerComponent, o.Budgets.MaxTraitsPerComponent}, {appfile.FlagMaxApplicationBytes, o.Budgets.MaxApplicationBytes}} {
-		if b.v < 0 {
-			errs = append(errs, fmt.Errorf("--%s must not be negative, got %d", b.flag, b.v))
-		}
+	if err := o.Budgets.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.DefaultStepTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--default-step-timeout must not be negative, got %s", o.DefaultStepTimeout))
