@@ -58,10 +58,10 @@ func bindFlags(fs *flag.FlagSet, o *manager.Options) {
 	fs.StringVar(&w.Host, "webhook-host", dw.Host, "address the webhook server listens on (empty: all interfaces; 127.0.0.1 with a url registration)")
 	fs.IntVar(&w.Port, "webhook-port", dw.Port, "port of the webhook server")
 	fs.StringVar(&w.CertDir, "webhook-cert-dir", dw.CertDir, "folder with a user-supplied tls.crt, tls.key and ca.crt (reloaded when they change); empty: the controller generates and renews its own CA and certificate")
-	fs.StringVar(&w.Registration, "webhook-registration", manager.RegisterAuto, "how the API server learns to call the webhook: url (register a ValidatingWebhookConfiguration pointing at https://<webhook-url-host>:<port>), service (patch the caBundle of the chart's configuration), none (leave it to the user), auto (service inside a cluster, url outside)")
+	fs.StringVar(&w.Registration, "webhook-registration", manager.RegisterAuto, "how the API server learns to call the webhook: url (register the validating and mutating webhook configurations pointing at https://<webhook-url-host>:<port>), service (patch the caBundle of the chart's configuration), none (leave it to the user), auto (service inside a cluster, url outside)")
 	fs.StringVar(&w.URLHost, "webhook-url-host", dw.URLHost, "host the API server reaches the controller at, with a url registration")
 	fs.StringVar(&w.ServiceName, "webhook-service-name", dw.ServiceName, "Service in front of the controller in the system namespace, with a service registration (its DNS names go into the generated certificate)")
-	fs.StringVar(&w.ConfigurationName, "webhook-configuration-name", dw.ConfigurationName, "name of the ValidatingWebhookConfiguration")
+	fs.StringVar(&w.ConfigurationName, "webhook-configuration-name", dw.ConfigurationName, "name of the ValidatingWebhookConfiguration and of the MutatingWebhookConfiguration")
 	fs.StringVar(&w.SecretName, "webhook-secret-name", dw.SecretName, "Secret in the system namespace keeping the generated certificates shared by replicas (service registration)")
 	fs.StringVar(&w.FailurePolicy, "webhook-failure-policy", dw.FailurePolicy, "failure policy for Applications of a url registration: Ignore (a stopped controller blocks nothing) or Fail")
 }

@@ -80,8 +80,8 @@ func TestChartRBACIsEnough(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "oamflow-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)
 	}
-	for _, obj := range chartObjects(t, "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ValidatingWebhookConfiguration") {
-		if obj.GetKind() == "ValidatingWebhookConfiguration" {
+	for _, obj := range chartObjects(t, "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration") {
+		if strings.HasSuffix(obj.GetKind(), "WebhookConfiguration") {
 			// The API server cannot reach a Service here: let writes
 			// through when the call fails; the test checks the caBundle.
 			hooks, _, _ := unstructured.NestedSlice(obj.Object, "webhooks")
@@ -140,6 +140,10 @@ components:
 	for _, h := range vwc.Webhooks {
 		require.Contains(t, string(h.ClientConfig.CABundle), strings.TrimSpace(string(secret.Data["ca.crt"])), h.Name)
 	}
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "oamflow-webhook"}, mwc))
+	require.Len(t, mwc.Webhooks, 1)
+	require.Contains(t, string(mwc.Webhooks[0].ClientConfig.CABundle), strings.TrimSpace(string(secret.Data["ca.crt"])), "the recorder's caBundle")
 	require.NoError(t, c.Delete(ctx, app))
 	require.Eventually(t, func() bool {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "rbac"}, &corev1.ConfigMap{}))

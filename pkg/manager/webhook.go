@@ -25,8 +25,9 @@ import (
 
 // setupWebhook registers the admission handlers on the manager's webhook
 // server and makes the API server call them: certificates (generated, or
-// the user's in CertDir) and the ValidatingWebhookConfiguration
-// (registered with a URL, or the chart's with its caBundle patched). The
+// the user's in CertDir) and the Validating- and
+// MutatingWebhookConfiguration (registered with a URL, or the chart's with
+// their caBundle patched). The
 // registration waits until the webhook server answers; renewal, restoring
 // a registration that was deleted or changed, and the removal of a URL
 // registration on shutdown run with the manager.
@@ -38,6 +39,7 @@ func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, c
 	apps.Identity = &oamwebhook.IdentityChecker{Tenancy: o.Tenancy, Reviews: direct}
 	srv.Register(oamwebhook.ApplicationPath, &admission.Webhook{Handler: apps})
 	srv.Register(oamwebhook.DefinitionPath, &admission.Webhook{Handler: oamwebhook.NewDefinitionValidator()})
+	srv.Register(oamwebhook.RecorderPath, &admission.Webhook{Handler: &oamwebhook.Recorder{}})
 	if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
 		return err
 	}
@@ -65,7 +67,7 @@ func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, c
 			return nil
 		}
 		if w.Registration == RegisterURL {
-			return oamwebhook.Apply(ctx, direct, oamwebhook.Configuration(conf, target, ca))
+			return oamwebhook.Apply(ctx, direct, oamwebhook.Configurations(conf, target, ca)...)
 		}
 		_, err = oamwebhook.PatchCABundle(ctx, direct, w.ConfigurationName, ca)
 		return err

@@ -155,6 +155,18 @@ func TestWebhook(t *testing.T) {
 		})
 	}
 
+	// The mutating webhook recorded who wrote the Application, and a
+	// hand-written writer is undone.
+	recorded := &v1beta1.Application{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "good"}, recorded))
+	writer := recorded.Annotations[v1beta1.AnnoUsername]
+	assert.NotEmpty(t, writer, "the writer is recorded in %s", v1beta1.AnnoUsername)
+	require.NoError(t, updateApp(ctx, c, "good", func(app *v1beta1.Application) {
+		metav1.SetMetaDataAnnotation(&app.ObjectMeta, v1beta1.AnnoUsername, "someone-else")
+	}))
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "good"}, recorded))
+	assert.Equal(t, writer, recorded.Annotations[v1beta1.AnnoUsername], "the record cannot be rewritten by hand")
+
 	// `oamflow up` refuses the same Application with the same message:
 	// first its own check, then (--validate=false) the webhook's.
 	file := filepath.Join(t.TempDir(), "bad.yaml")
@@ -185,6 +197,8 @@ func TestWebhook(t *testing.T) {
 	stop()
 	err = c.Get(ctx, client.ObjectKey{Name: oamwebhook.DefaultConfigurationName}, &admissionregistrationv1.ValidatingWebhookConfiguration{})
 	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "configuration deleted on shutdown, got %v", err)
+	err = c.Get(ctx, client.ObjectKey{Name: oamwebhook.DefaultConfigurationName}, &admissionregistrationv1.MutatingWebhookConfiguration{})
+	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "mutating configuration deleted on shutdown, got %v", err)
 	require.NoError(t, c.DeleteAllOf(ctx, &v1beta1.Application{}, client.InNamespace("default")))
 }
 

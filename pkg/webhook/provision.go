@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -123,10 +122,10 @@ func (p *Provisioner) publish(ctx context.Context, bundle []byte) error {
 	switch {
 	case p.NoPublish:
 	case p.Register:
-		if err := Apply(ctx, p.Client, Configuration(p.Configuration, p.Target, bundle)); err != nil {
+		if err := Apply(ctx, p.Client, Configurations(p.Configuration, p.Target, bundle)...); err != nil {
 			return err
 		}
-		log.Info("registered the validating webhook", "configuration", p.Configuration.Name, "url", p.Target.URL)
+		log.Info("registered the validating and mutating webhooks", "configuration", p.Configuration.Name, "url", p.Target.URL)
 	default:
 		found, err := PatchCABundle(ctx, p.Client, p.Configuration.Name, bundle)
 		if err != nil {
@@ -270,54 +269,57 @@ func (p *Provisioner) Start(ctx context.Context) error {
 	}
 }
 
-// reassert publishes the registration again when the configuration no
+// reassert publishes the registration again when a configuration no
 // longer matches what this controller registered (deleted, or changed by
 // another controller or a user).
 func (p *Provisioner) reassert(ctx context.Context) error {
 	if p.NoPublish || len(p.caBundle) == 0 {
 		return nil
 	}
-	want := Configuration(p.Configuration, p.Target, p.caBundle)
-	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	err := p.Client.Get(ctx, client.ObjectKey{Name: want.Name}, got)
-	switch {
-	case apierrors.IsNotFound(err):
-		if !p.Register {
-			return nil // the chart's configuration is gone: nothing to patch.
+	for _, want := range Configurations(p.Configuration, p.Target, p.caBundle) {
+		got, kind := emptyLike(want)
+		err := p.Client.Get(ctx, client.ObjectKey{Name: want.GetName()}, got)
+		switch {
+		case apierrors.IsNotFound(err):
+			if !p.Register {
+				continue // the chart's configuration is gone: nothing to patch.
+			}
+		case err != nil:
+			return fmt.Errorf("reading %s %s: %w", kind, want.GetName(), err)
+		case sameClientConfigs(got, want, p.Register):
+			continue
 		}
-	case err != nil:
-		return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", want.Name, err)
-	case sameClientConfigs(got, want, p.Register):
-		return nil
+		ctrl.LoggerFrom(ctx).Info("the webhook registration was deleted or changed; restoring it", "configuration", want.GetName(), "kind", kind)
+		return p.publish(ctx, p.caBundle)
 	}
-	ctrl.LoggerFrom(ctx).Info("the webhook registration was deleted or changed; restoring it", "configuration", want.Name)
-	return p.publish(ctx, p.caBundle)
+	return nil
 }
 
 // sameClientConfigs reports whether got calls every webhook of want the
 // same way: with whole (a URL registration), the same webhook names,
 // target and caBundle; without (the chart's configuration), a caBundle
 // on every webhook.
-func sameClientConfigs(got, want *admissionregistrationv1.ValidatingWebhookConfiguration, whole bool) bool {
+func sameClientConfigs(got, want client.Object, whole bool) bool {
+	gs, ws := hooksOf(got), hooksOf(want)
 	if !whole {
 		// Replicas sharing a Secret hold different bundles for a while
 		// after one renews: only an emptied bundle (the chart's
 		// configuration applied again) is restored.
-		for _, w := range got.Webhooks {
-			if len(w.ClientConfig.CABundle) == 0 {
+		for _, g := range gs {
+			if len(g.config.CABundle) == 0 {
 				return false
 			}
 		}
 		return true
 	}
-	if len(got.Webhooks) != len(want.Webhooks) {
+	if len(gs) != len(ws) {
 		return false
 	}
-	for i := range want.Webhooks {
-		g, w := got.Webhooks[i], want.Webhooks[i]
-		if g.Name != w.Name || !bytes.Equal(g.ClientConfig.CABundle, w.ClientConfig.CABundle) ||
-			!equality.Semantic.DeepEqual(g.ClientConfig.URL, w.ClientConfig.URL) ||
-			!equality.Semantic.DeepEqual(g.ClientConfig.Service, w.ClientConfig.Service) {
+	for i := range ws {
+		g, w := gs[i], ws[i]
+		if g.name != w.name || !bytes.Equal(g.config.CABundle, w.config.CABundle) ||
+			!equality.Semantic.DeepEqual(g.config.URL, w.config.URL) ||
+			!equality.Semantic.DeepEqual(g.config.Service, w.config.Service) {
 			return false
 		}
 	}
