@@ -157,6 +157,25 @@ func TestDeploymentHardening(t *testing.T) {
 	assert.Contains(t, args, "--max-components=500")
 	assert.Contains(t, args, "--max-traits-per-component=50")
 	assert.Contains(t, args, "--max-application-bytes=1048576")
+	for _, a := range args {
+		assert.NotContains(t, a, "--outbound-allow", "nothing allow-listed by default")
+	}
+}
+
+// TestOutboundAllow: controller.outboundAllow becomes one --outbound-allow
+// per entry.
+func TestOutboundAllow(t *testing.T) {
+	for _, obj := range render(t, map[string]any{"controller": map[string]any{"outboundAllow": []any{"127.0.0.1", "registry.local"}}}) {
+		if obj.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+		args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+		assert.Contains(t, args, "--outbound-allow=127.0.0.1")
+		assert.Contains(t, args, "--outbound-allow=registry.local")
+		return
+	}
+	t.Fatal("no Deployment rendered")
 }
 
 // workloadKinds are resources a lockdown controller must hold no rule on:

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/egress"
 	"github.com/oamflow/oamflow/pkg/manager"
 )
 
@@ -48,6 +50,16 @@ func bindFlags(fs *flag.FlagSet, o *manager.Options) {
 	fs.IntVar(&o.Budgets.MaxComponents, appfile.FlagMaxComponents, d.Budgets.MaxComponents, "components one Application may have; more are refused by the webhook and the controller")
 	fs.IntVar(&o.Budgets.MaxTraitsPerComponent, appfile.FlagMaxTraitsPerComponent, d.Budgets.MaxTraitsPerComponent, "traits one component may have; more are refused by the webhook and the controller")
 	fs.IntVar(&o.Budgets.MaxApplicationBytes, appfile.FlagMaxApplicationBytes, d.Budgets.MaxApplicationBytes, "bytes of an Application's spec (as JSON); a larger one is refused by the webhook and the controller")
+	fs.Func(egress.FlagAllow, "networks (CIDRs), addresses or host names that requests made for Applications (request, webhook and notification steps, Helm chart sources) may reach although they are loopback or link-local; comma-separated or repeated (the controller's own ports stay refused)", func(v string) error {
+		for _, a := range strings.Split(v, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				o.Outbound.Allow = append(o.Outbound.Allow, a)
+			}
+		}
+		return nil
+	})
+	fs.Int64Var(&o.Outbound.MaxResponseBytes, egress.FlagMaxResponseBytes, d.Outbound.MaxResponseBytes, "bytes of a response body a workflow step's HTTP request reads; a larger response fails the step")
+	fs.DurationVar(&o.Outbound.MaxTimeout, egress.FlagMaxTimeout, d.Outbound.MaxTimeout, "longest time a workflow step's HTTP request may take (a longer request.timeout is cut to it)")
 	fs.StringVar(&o.Tenancy.DefaultServiceAccount, "default-service-account", "", "lockdown: ServiceAccount, in each Application's namespace, that Applications without the app.oam.dev/service-account-name annotation act as (a namespace without it deploys nothing); empty: such Applications act as the controller itself (single-tenant mode)")
 	fs.Var(optionalBool{&o.Tenancy.AllowCrossNamespace}, "allow-cross-namespace-resources", "let Applications read and write other namespaces than their own (and, on member clusters, their topology's) and cluster-scoped objects (default: false with --default-service-account, true without)")
 	fs.Var(optionalBool{&o.Tenancy.AllowCrossNamespace}, "allow-cross-namespace-resource", "KubeVela's name of --allow-cross-namespace-resources")

@@ -45,6 +45,11 @@ func TestFlags(t *testing.T) {
 		{"budgets", []string{"--max-components=20", "--max-traits-per-component=3", "--max-application-bytes=4096"}, func(t *testing.T, o manager.Options) {
 			assert.Equal(t, appfile.Budgets{MaxComponents: 20, MaxTraitsPerComponent: 3, MaxApplicationBytes: 4096}, o.Budgets)
 		}, ""},
+		{"outbound allow-list", []string{"--outbound-allow=127.0.0.0/8,registry.local", "--outbound-allow=169.254.169.254", "--outbound-max-response-bytes=4096"}, func(t *testing.T, o manager.Options) {
+			assert.Equal(t, []string{"127.0.0.0/8", "registry.local", "169.254.169.254"}, o.Outbound.Allow)
+			assert.Equal(t, int64(4096), o.Outbound.MaxResponseBytes)
+		}, ""},
+		{"bad outbound allow-list", []string{"--outbound-allow=10.0.0.0/40"}, nil, `--outbound-allow: "10.0.0.0/40" is not a CIDR`},
 		{"negative budget", []string{"--max-components=-1"}, nil, "--max-components must be at least 1, got -1"},
 		{"zero budget is refused, not taken as the default", []string{"--max-traits-per-component=0"}, nil, "--max-traits-per-component must be at least 1, got 0"},
 		{"overrides", []string{"--concurrent-reconciles=8", "--default-step-timeout=0", "--leader-elect"}, func(t *testing.T, o manager.Options) {

@@ -40,7 +40,9 @@ func WithChartRoot(dir string) ControllerOption {
 // StartController installs the CRDs and built-in definitions into c with
 // `oamflow install`, then runs the controller (manager.Run, the code the
 // oamflow-controller binary runs) in this process against c until t ends.
-// Metrics and probe endpoints are off; unhealthy Applications are
+// Metrics and probe endpoints are off; outbound requests may reach
+// loopback (--outbound-allow=127.0.0.0/8: the tests' HTTP servers, Helm
+// repositories and OCI registry listen on 127.0.0.1); unhealthy Applications are
 // re-checked every 2 s and failed steps retried at most 3 times so that
 // tests see outcomes quickly. Only one controller may run per process at a
 // time (the workflow library is process-wide).
@@ -53,6 +55,7 @@ func StartController(t testing.TB, c *Cluster, opts ...ControllerOption) {
 	o.MetricsAddr, o.ProbeAddr = "0", "0"
 	o.UnhealthyRequeuePeriod = 2 * time.Second
 	o.MaxStepRetries = 3
+	o.Outbound.Allow = []string{"127.0.0.0/8"}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/oamflow/oamflow/pkg/egress"
 )
 
 // ociRegistry is an in-process OCI registry (go-containerregistry's
@@ -135,5 +137,35 @@ func TestIsLoopback(t *testing.T) {
 		{"localhost.example.com", false},
 	} {
 		assert.Equal(t, tc.want, isLoopback(tc.host), tc.host)
+	}
+}
+
+// TestFetchOutboundPolicy: with the controller's outbound policy as its
+// transport, repositories, chart URLs and OCI registries on loopback are
+// refused unless allow-listed.
+func TestFetchOutboundPolicy(t *testing.T) {
+	repo := newRepoServer(t)
+	file := repo.add(t, packageChart(t, "simple", "0.1.0"))
+	reg := newOCIRegistry(t, "", "")
+	src := reg.push(t, packageChart(t, "simple", "0.1.0"), nil)
+	allowing, err := egress.New(egress.Config{Allow: []string{"127.0.0.1"}})
+	require.NoError(t, err)
+	specs := []struct {
+		reason string
+		spec   ChartSpec
+	}{
+		{reason: "a repository", spec: ChartSpec{Source: "simple", RepoURL: repo.URL}},
+		{reason: "a chart URL", spec: ChartSpec{Source: repo.URL + "/charts/" + file}},
+		{reason: "an OCI registry", spec: ChartSpec{Source: src, Version: "0.1.0"}},
+	}
+	for _, tc := range specs {
+		t.Run(tc.reason, func(t *testing.T) {
+			_, err := NewFetcher(nil, WithTransport(egress.Default().Transport(nil))).Fetch(context.Background(), "ns", tc.spec)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "is a loopback address; oamflow does not connect to it unless an admin allow-lists it (--outbound-allow)")
+			ch, err := NewFetcher(nil, WithTransport(allowing.Transport(nil))).Fetch(context.Background(), "ns", tc.spec)
+			require.NoError(t, err)
+			assert.Equal(t, "0.1.0", ch.Chart.Metadata.Version)
+		})
 	}
 }

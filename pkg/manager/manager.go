@@ -10,6 +10,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -30,6 +32,7 @@ import (
 	"github.com/oamflow/oamflow/definitions"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/controller"
+	"github.com/oamflow/oamflow/pkg/egress"
 	"github.com/oamflow/oamflow/pkg/health"
 	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/metrics"
@@ -72,6 +75,12 @@ type Options struct {
 	// alike (--max-components, --max-traits-per-component,
 	// --max-application-bytes).
 	Budgets appfile.Budgets
+	// Outbound is the policy of the HTTP requests made for Applications
+	// (request, webhook and notification steps, Helm chart sources):
+	// --outbound-allow, --outbound-max-response-bytes,
+	// --outbound-max-timeout. Its Listeners are filled in by Run from the
+	// metrics, probe and webhook addresses.
+	Outbound egress.Config
 	// Webhook configures the validating admission webhook (off in
 	// DefaultOptions, on in the oamflow-controller binary).
 	Webhook WebhookOptions
@@ -162,6 +171,7 @@ func DefaultOptions() Options {
 		ChartCacheBytes:        256 << 20,
 		UnhealthyRequeuePeriod: 10 * time.Second,
 		Budgets:                appfile.DefaultBudgets(),
+		Outbound:               egress.Config{MaxResponseBytes: egress.DefaultMaxResponseBytes, MaxTimeout: egress.DefaultMaxTimeout},
 		Webhook: WebhookOptions{
 			Port:              9443,
 			Registration:      RegisterURL,
@@ -197,6 +207,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--max-step-retries must be at least 1, got %d", o.MaxStepRetries))
 	}
 	if err := o.Budgets.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := egress.New(o.Outbound); err != nil {
 		errs = append(errs, err)
 	}
 	if o.DefaultStepTimeout < 0 {
@@ -324,7 +337,19 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	}
 	// Helm components: one action factory per target cluster (the test
 	// seam), charts fetched with size guards and cached by digest.
-	fetchOpts := []helm.FetcherOption{helm.WithCache(helm.NewCache(o.ChartCacheBytes))}
+	// Outbound requests made for Applications (steps, chart sources) never
+	// reach loopback, link-local or the controller's own listeners unless
+	// allow-listed (package egress).
+	outbound := o.Outbound
+	outbound.Listeners = append(append([]string(nil), outbound.Listeners...), o.MetricsAddr, o.ProbeAddr)
+	if o.Webhook.Enabled {
+		outbound.Listeners = append(outbound.Listeners, net.JoinHostPort(o.Webhook.Host, strconv.Itoa(o.Webhook.Port)))
+	}
+	policy, err := egress.New(outbound)
+	if err != nil {
+		return err
+	}
+	fetchOpts := []helm.FetcherOption{helm.WithCache(helm.NewCache(o.ChartCacheBytes)), helm.WithTransport(policy.Transport(nil))}
 	if o.ChartRoot != "" {
 		fetchOpts = append(fetchOpts, helm.WithChartRoot(o.ChartRoot))
 	}
@@ -344,7 +369,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	timed := timedHelm{Client: helmClient, rec: rec}
 	// Workflow steps serve vela/helm (helm-install) with the same client.
 	engine, err := workflow.NewEngine(direct, workflow.Options{DefaultStepTimeout: o.DefaultStepTimeout, MaxStepRetries: o.MaxStepRetries, Builtins: steps, Helm: timed,
-		Clients: appClients})
+		Clients: appClients, HTTP: policy})
 	if err != nil {
 		return fmt.Errorf("building the workflow engine: %w", err)
 	}

@@ -48,6 +48,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	oamcuex "github.com/oamflow/oamflow/pkg/cuex"
+	"github.com/oamflow/oamflow/pkg/egress"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 )
 
@@ -156,6 +157,10 @@ type Options struct {
 	// Helm serves the vela/helm step package (nil: its actions fail saying
 	// Helm is not configured).
 	Helm HelmClient
+	// HTTP is the outbound policy of vela/http and op.#HTTPDo requests
+	// (nil: egress.Default(), which refuses loopback and link-local
+	// targets).
+	HTTP *egress.Policy
 	// Clients are the clients of target clusters acting for the
 	// Application of the run (package tenancy's Clients: the Tenant is in
 	// the context Execute is given); the vela/kube, vela/http and legacy
@@ -179,7 +184,7 @@ type Engine struct {
 // NewEngine returns an Engine storing workflow contexts through c.
 // SetupLibrary must have been called.
 func NewEngine(c client.Client, opts Options) (*Engine, error) {
-	comp, err := NewCompiler(WithHelm(opts.Helm))
+	comp, err := NewCompiler(WithHelm(opts.Helm), WithHTTPPolicy(opts.HTTP))
 	if err != nil {
 		return nil, err
 	}

@@ -188,6 +188,9 @@ func newHarness(t *testing.T, wf *appfile.Workflow, opts Options, comps ...Compo
 	t.Helper()
 	e := env(t)
 	ctx := context.Background()
+	if opts.HTTP == nil {
+		opts.HTTP = allowLoopback(t)
+	}
 	appSeq++
 	app := &v1beta1.Application{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("wf-%d", appSeq), Namespace: "default"},

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/egress"
 	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/tenancy"
 )
@@ -30,6 +31,13 @@ type CompilerOption func(*compilerOptions)
 
 type compilerOptions struct {
 	helm HelmClient
+	http *egress.Policy
+}
+
+// WithHTTPPolicy makes the requests of vela/http and op.#HTTPDo under p
+// (nil: egress.Default(), which refuses loopback and link-local targets).
+func WithHTTPPolicy(p *egress.Policy) CompilerOption {
+	return func(o *compilerOptions) { o.http = p }
 }
 
 // WithHelm serves the vela/helm package (#Install, #Uninstall, #Status,

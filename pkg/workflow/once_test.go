@@ -198,7 +198,7 @@ func TestSideEffectsOnce(t *testing.T) {
 			// A controller restart: no memory, only the stored status and
 			// the context ConfigMap.
 			Forget(h.app)
-			engine, err := NewEngine(env(t).Client, Options{})
+			engine, err := NewEngine(env(t).Client, Options{HTTP: allowLoopback(t)})
 			require.NoError(t, err)
 			h.engine = engine
 			h.pass()

@@ -20,7 +20,6 @@ import (
 	"github.com/kubevela/workflow/pkg/providers/builtin"
 	"github.com/kubevela/workflow/pkg/providers/config"
 	"github.com/kubevela/workflow/pkg/providers/email"
-	"github.com/kubevela/workflow/pkg/providers/http"
 	"github.com/kubevela/workflow/pkg/providers/legacy"
 	"github.com/kubevela/workflow/pkg/providers/metrics"
 	wftime "github.com/kubevela/workflow/pkg/providers/time"
@@ -46,7 +45,9 @@ import (
 //     #Deploy) in vela/oam, vela/op and vela/multicluster, and vela/helm's
 //     #Install, #Uninstall, #Status and #Template (see WithHelm);
 //   - builtin.#Suspend and op.#Suspend, which report their message
-//     parameter as the step's message (suspend.go; the library drops it).
+//     parameter as the step's message (suspend.go; the library drops it);
+//   - vela/http's #Do and op.#HTTPDo, oamflow's own requests under the
+//     outbound policy (http.go, WithHTTPPolicy).
 //
 // Actions with side effects (HTTP, e-mail) are performed once per step
 // execution (once.go).
@@ -63,7 +64,8 @@ func NewCompiler(opts ...CompilerOption) (*cuex.Compiler, error) {
 		opProviders[k] = v
 	}
 	opProviders["suspend"] = legacySuspendProvider()
-	opProviders["do"] = legacyHTTPProvider()
+	doer := newHTTPDoer(co.http)
+	opProviders["do"] = doer.legacyProvider()
 	opProviders["deploy"] = legacyDeployProvider()
 	builtinProviders := builtin.GetProviders()
 	builtinProviders["suspend"] = suspendProvider()
@@ -73,7 +75,7 @@ func NewCompiler(opts ...CompilerOption) (*cuex.Compiler, error) {
 		"helm":         helmProviders(co.helm),
 		"kube":         kubeProviders(),
 		"builtin":      builtinProviders,
-		"http":         http.GetProviders(),
+		"http":         {"do": doer.provider()},
 		"util":         util.GetProviders(),
 		"time":         wftime.GetProviders(),
 		"email":        email.GetProviders(),
