@@ -21,6 +21,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/egress"
 	"github.com/oamflow/oamflow/pkg/manager"
+	"github.com/oamflow/oamflow/pkg/workflow"
 )
 
 // bindFlags registers the flags on fs with manager.DefaultOptions as
@@ -108,8 +109,9 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 	logger := zap.New(zap.UseFlagOptions(&zo))
 	ctrl.SetLogger(logger)
-	// kubevela/workflow logs through klog; send it to the same place.
-	klog.SetLogger(logger.WithName("workflow"))
+	// klog (client-go, kubevela/workflow) logs to the same place; the
+	// workflow engine's setup (manager.Run) redacts the library's logs.
+	klog.SetLogger(workflow.LibraryLogger(logger.WithName("workflow")))
 	if err := o.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)

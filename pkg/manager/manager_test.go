@@ -1,7 +1,9 @@
 package manager_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -26,8 +28,31 @@ import (
 // manager runs at a time (the workflow library is process-wide).
 var env *envtest.Environment
 
+// logs holds everything the package's managers log (controller-runtime's
+// logger and klog, which kubevela/workflow logs through), for tests that
+// check what is never logged.
+var logs = &syncBuffer{}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	logger := zap.New(zap.WriteTo(io.MultiWriter(os.Stderr, logs)), zap.UseDevMode(true))
+	ctrl.SetLogger(logger)
 	scheme, err := manager.Scheme()
 	if err != nil {
 		panic(err)

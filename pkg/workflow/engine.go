@@ -42,7 +42,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
@@ -71,7 +73,10 @@ const DefaultMaxStepRetries = 10
 //   - its own step retry limit, lifted: each Engine enforces its own
 //     (Options.MaxStepRetries) so that two managers in one process do not
 //     share one;
-//   - no loading of external CUE packages.
+//   - no loading of external CUE packages;
+//   - its logs (klog, which it logs through): to controller-runtime's
+//     logger named "workflow", through LibraryLogger, so that a failed
+//     step's parameters (a Secret given to apply-object) are not logged.
 //
 // maxStepRetries (when > 0) becomes the retry limit of Engines built after
 // this call without Options.MaxStepRetries. Call it at process start,
@@ -84,6 +89,7 @@ func SetupLibrary(c client.Client, maxStepRetries int) {
 	providers.EnableExternalPackageForDefaultCompiler = false
 	providers.EnableExternalPackageWatchForDefaultCompiler = false
 	wftypes.MaxWorkflowStepErrorRetryTimes = math.MaxInt32
+	klog.SetLogger(LibraryLogger(ctrl.Log.WithName("workflow")))
 }
 
 // runClientKey carries the client of the Engine running a workflow pass.
