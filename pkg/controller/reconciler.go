@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -384,6 +385,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		{"identity", r.identity},
 		{"render", r.render},
 		{"workflow", r.runWorkflow},
+		{"adopt", r.adopt},
 		{"health", r.checkHealth},
 	} {
 		began := time.Now()
@@ -446,7 +448,7 @@ func (r *Reconciler) parse(ctx context.Context, s *scope) error {
 		// The revision's clusters were checked when it was made; a cluster
 		// detached since fails its deploy step instead.
 		snap := revision.Application(s.latest, app)
-		af, _, err := r.validator.Validate(ctx, snap, revision.Source(s.latest), nil)
+		af, _, err := r.validator.Validate(ctx, snap, revision.Source(s.latest, r.sources.Source(app)), nil)
 		if err != nil {
 			err = invalidIsUsers(err)
 			setParsedCondition(app, "", err)
@@ -605,7 +607,7 @@ func (r *Reconciler) identity(ctx context.Context, s *scope) error {
 // the run's first pass.
 func (r *Reconciler) render(ctx context.Context, s *scope) error {
 	app := s.app
-	if c := meta.FindStatusCondition(app.Status.Conditions, common.ConditionRender); !s.startsRun() && c != nil && c.Status == metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(app.Status.Conditions, common.ConditionRender); !s.startsRun() && !adopting(app) && c != nil && c.Status == metav1.ConditionTrue {
 		return nil
 	}
 	d := r.deployer(s)
@@ -763,28 +765,11 @@ func (r *Reconciler) checkHealth(ctx context.Context, s *scope) error {
 		app.Status.AppliedResources = refs
 	}
 	if !s.justFinished {
-		base := r.deployer(s)
 		// Each service is judged against what was deployed where it runs:
 		// the deploy target's AppFile, override policies applied.
-		plans, planErr := render.PlanWorkflow(ctx, s.af, r.resolver)
-		if planErr != nil {
-			s.log.V(1).Info("health checks use the Application's own properties", "reason", planErr.Error())
-		}
 		services := make([]common.ApplicationComponentStatus, 0, len(app.Status.Services))
-		for _, svc := range app.Status.Services {
-			req := workflow.ComponentRequest{Name: svc.Name, Cluster: svc.Cluster}
-			if svc.Namespace != s.af.Namespace {
-				req.Namespace = svc.Namespace
-			}
-			if s.af.Component(svc.Name) == nil {
-				continue
-			}
-			d := base
-			if af := render.TargetAppFile(plans, svc.Cluster, svc.Namespace, svc.Name); af != nil {
-				td := *base
-				td.af = af
-				d = &td
-			}
+		for _, pl := range r.placements(ctx, s) {
+			svc, req, d := pl.svc, pl.req, pl.d
 			res, err := d.Render(ctx, req)
 			if err != nil {
 				s.ready.healthErr = fmt.Errorf("rendering component %q for its health check: %w", svc.Name, err)
@@ -805,6 +790,117 @@ func (r *Reconciler) checkHealth(ctx context.Context, s *scope) error {
 	if unhealthyMessage(app.Status.Services) != "" || s.ready.healthErr != nil {
 		s.requeueAfter(r.opts.UnhealthyRequeue)
 	}
+	return nil
+}
+
+// placement is a service of the status with the request and the Deployer
+// of where it runs.
+type placement struct {
+	svc common.ApplicationComponentStatus
+	req workflow.ComponentRequest
+	d   *appDeployer
+}
+
+// placements pairs each service of the status whose component is in the
+// revision with where it was deployed: each service is rendered for its
+// deploy target, override policies applied.
+func (r *Reconciler) placements(ctx context.Context, s *scope) []placement {
+	base := r.deployer(s)
+	plans, planErr := render.PlanWorkflow(ctx, s.af, r.resolver)
+	if planErr != nil {
+		s.log.V(1).Info("services are rendered with the Application's own properties", "reason", planErr.Error())
+	}
+	var out []placement
+	for _, svc := range s.app.Status.Services {
+		if s.af.Component(svc.Name) == nil {
+			continue
+		}
+		req := workflow.ComponentRequest{Name: svc.Name, Cluster: svc.Cluster}
+		if svc.Namespace != s.af.Namespace {
+			req.Namespace = svc.Namespace
+		}
+		d := base
+		if af := render.TargetAppFile(plans, svc.Cluster, svc.Namespace, svc.Name); af != nil {
+			td := *base
+			td.af = af
+			d = &td
+		}
+		out = append(out, placement{svc: svc, req: req, d: d})
+	}
+	return out
+}
+
+// adopting reports whether app is one KubeVela deployed that oamflow has
+// not yet taken over: it still carries KubeVela's finalizer.
+func adopting(app *v1beta1.Application) bool {
+	return controllerutil.ContainsFinalizer(app, v1beta1.FinalizerResourceTracker)
+}
+
+// adopt takes over an Application KubeVela deployed, once its workflow has
+// succeeded for the current revision (KubeVela's run or oamflow's): every
+// service of the status is rendered from the revision and applied where
+// it runs, as its apply-component step would, without running any step
+// (side effects are not repeated). The keeper adopts what KubeVela applied
+// in place (resourcekeeper: labels naming this Application and listed by
+// its tracker); nothing is re-created. Then KubeVela's finalizer is
+// removed: until then, a failure (or a controller killed midway) starts
+// over at the next reconcile, re-applying what is already in sync as a
+// no-op. Components taking workflow inputs cannot render outside their
+// step: they stay as KubeVela left them until their next run.
+func (r *Reconciler) adopt(ctx context.Context, s *scope) error {
+	app := s.app
+	if !adopting(app) {
+		return nil
+	}
+	objects := 0
+	for _, pl := range r.placements(ctx, s) {
+		if comp := s.af.Component(pl.req.Name); comp == nil || len(comp.Inputs) > 0 || comp.Pending {
+			continue
+		}
+		res, err := pl.d.Render(ctx, pl.req)
+		if err != nil {
+			err = fmt.Errorf("rendering component %q to adopt it: %w", pl.req.Name, err)
+			setCondition(app, common.ConditionAdopted, false, common.ReasonAdoptionFailed, err.Error())
+			return err
+		}
+		byCluster := map[string][]*unstructured.Unstructured{}
+		var clusters []string
+		for _, rs := range res {
+			if rs.Reference {
+				continue
+			}
+			if _, seen := byCluster[rs.Cluster]; !seen {
+				clusters = append(clusters, rs.Cluster)
+			}
+			byCluster[rs.Cluster] = append(byCluster[rs.Cluster], rs.Object)
+		}
+		for _, cl := range clusters {
+			if err := pl.d.Apply(ctx, cl, byCluster[cl]); err != nil {
+				err = fmt.Errorf("adopting component %q: %w", pl.req.Name, err)
+				setCondition(app, common.ConditionAdopted, false, common.ReasonAdoptionFailed, err.Error())
+				return err
+			}
+			objects += len(byCluster[cl])
+		}
+	}
+	cp := app.DeepCopy()
+	base := cp.DeepCopy()
+	controllerutil.RemoveFinalizer(cp, v1beta1.FinalizerResourceTracker)
+	if err := r.client.Patch(ctx, cp, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			s.stale, s.stop = true, true
+			return nil
+		}
+		return fmt.Errorf("removing KubeVela's finalizer %s of %s/%s: %w", v1beta1.FinalizerResourceTracker, app.Namespace, app.Name, err)
+	}
+	// The status write at the end of the reconcile goes on from the new
+	// metadata; the status computed so far is kept.
+	app.ResourceVersion, app.Finalizers = cp.ResourceVersion, cp.Finalizers
+	s.before.ResourceVersion, s.before.Finalizers = cp.ResourceVersion, cp.Finalizers
+	s.ran = true
+	setCondition(app, common.ConditionAdopted, true, common.ReasonAdoptedFromKubeVela,
+		fmt.Sprintf("took over what KubeVela applied for revision %s (%d objects) without running a workflow step", s.rev.Name, objects))
+	s.log.Info("adopted an Application KubeVela deployed", "revision", s.rev.Name, "objects", objects)
 	return nil
 }
 
@@ -854,9 +950,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 // Delete), then its workflow context and revisions, then lets it go.
 func (r *Reconciler) reconcileDelete(ctx context.Context, app *v1beta1.Application) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	if !controllerutil.ContainsFinalizer(app, Finalizer) {
+	if !controllerutil.ContainsFinalizer(app, Finalizer) && !adopting(app) {
 		// Never deployed by this controller (it adds its finalizer
-		// first): nothing to orphan, and nobody else would release it.
+		// first) nor by KubeVela: nothing to orphan, and nobody else would
+		// release it.
 		if controllerutil.ContainsFinalizer(app, v1beta1.FinalizerOrphanResource) {
 			base := app.DeepCopy()
 			controllerutil.RemoveFinalizer(app, v1beta1.FinalizerOrphanResource)
@@ -910,6 +1007,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, app *v1beta1.Applicati
 	// KubeVela's orphan finalizer has done its work (the keeper orphaned
 	// the resources): nobody else removes it.
 	controllerutil.RemoveFinalizer(app, v1beta1.FinalizerOrphanResource)
+	// An Application KubeVela deployed and oamflow did not yet adopt: its
+	// resources were collected (or released) through KubeVela's trackers
+	// above, which is what KubeVela's finalizer waits for.
+	controllerutil.RemoveFinalizer(app, v1beta1.FinalizerResourceTracker)
 	if err := r.client.Patch(ctx, app, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("removing the finalizer of %s/%s: %w", app.Namespace, app.Name, err)
 	}

@@ -222,10 +222,7 @@ func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj 
 
 	// The hash covers the rendered object, before apply-once retention, so
 	// that live values kept on purpose never count as a change.
-	annos := d.GetAnnotations()
-	delete(annos, AnnoSharedBy)
-	delete(annos, AnnoAppliedHash)
-	d.SetAnnotations(annos)
+	withoutAppliedHash(d)
 	hash, err := desiredHash(d)
 	if err != nil {
 		return nil, err
@@ -240,11 +237,22 @@ func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj 
 		}
 	}
 
-	annos = d.GetAnnotations()
+	annos := d.GetAnnotations()
 	if annos == nil {
 		annos = map[string]string{}
 	}
-	annos[AnnoAppliedHash] = hash
+	if p.adopt || (live != nil && live.GetLabels()[LabelAppliedHash] != "") {
+		// Adopted from KubeVela: the hash is kept as a label, so that
+		// the object's annotations stay as they are (LabelAppliedHash).
+		labels := d.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[LabelAppliedHash] = hash
+		d.SetLabels(labels)
+	} else {
+		annos[AnnoAppliedHash] = hash
+	}
 	if p.shared {
 		list := sharers(live)
 		if !slices.Contains(list, k.ownerKey()) {
@@ -380,16 +388,13 @@ func (k *Keeper) execute(ctx context.Context, c client.Client, cluster string, p
 		obj.SetResourceVersion(p.live.GetResourceVersion())
 	}
 	if p.adopt && p.live != nil {
-		if _, ok := p.live.GetAnnotations()[AnnoKubeVelaLastApplied]; ok {
-			patch := []byte(`{"metadata":{"annotations":{"` + AnnoKubeVelaLastApplied + `":null}}}`)
-			if err := c.Patch(ctx, p.live, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil {
-				return fmt.Errorf("adopting %s: removing annotation %s: %w", ref, AnnoKubeVelaLastApplied, err)
-			}
-		}
 		log.Info("adopting an object KubeVela applied for this Application", "object", klog.KObj(p.live), "cluster", cluster)
 	}
 	if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying %s: %w", ref, err)
+	}
+	if err := handOver(ctx, c, obj); err != nil {
+		return fmt.Errorf("%s: handing KubeVela's fields over: %w", ref, err)
 	}
 	log.V(1).Info("applied object", "object", klog.KObj(obj), "cluster", cluster)
 	return nil

@@ -26,7 +26,44 @@ const (
 	// shared-resource policy, as comma-separated "namespace/name" entries;
 	// the owner (app.oam.dev/name+namespace labels) is one of them.
 	AnnoSharedBy = "app.oam.dev/shared-by"
+	// LabelAppliedHash holds the same hash as AnnoAppliedHash on objects
+	// adopted from KubeVela (and written by oamflow ever since): a
+	// Deployment's metadata.generation moves with every annotation change
+	// (Kubernetes copies them to its ReplicaSets), labels do not count, so
+	// adoption keeps the object's annotations exactly as KubeVela left
+	// them. An object carries one form or the other, never both.
+	LabelAppliedHash = "app.oam.dev/applied-hash"
 )
+
+// appliedHash returns obj's applied hash, in either form.
+func appliedHash(obj *unstructured.Unstructured) string {
+	if h := obj.GetAnnotations()[AnnoAppliedHash]; h != "" {
+		return h
+	}
+	return obj.GetLabels()[LabelAppliedHash]
+}
+
+// withoutAppliedHash removes both forms of the applied hash (and the
+// shared-by list, which is not part of the render) from obj.
+func withoutAppliedHash(obj *unstructured.Unstructured) {
+	if annos := obj.GetAnnotations(); annos != nil {
+		delete(annos, AnnoAppliedHash)
+		delete(annos, AnnoSharedBy)
+		if len(annos) == 0 {
+			annos = nil
+		}
+		obj.SetAnnotations(annos)
+	}
+	if labels := obj.GetLabels(); labels != nil {
+		if _, ok := labels[LabelAppliedHash]; ok {
+			delete(labels, LabelAppliedHash)
+			if len(labels) == 0 {
+				labels = nil
+			}
+			obj.SetLabels(labels)
+		}
+	}
+}
 
 // cleanDesired returns a deep copy of obj without server-owned fields
 // (status, resourceVersion, uid, managedFields, creationTimestamp, generation).
@@ -45,15 +82,7 @@ func cleanDesired(obj *unstructured.Unstructured) *unstructured.Unstructured {
 // annotations. The result is stable across runs (encoding/json sorts map keys).
 func desiredHash(obj *unstructured.Unstructured) (string, error) {
 	c := obj.DeepCopy()
-	annos := c.GetAnnotations()
-	if annos != nil {
-		delete(annos, AnnoAppliedHash)
-		delete(annos, AnnoSharedBy)
-		if len(annos) == 0 {
-			annos = nil
-		}
-		c.SetAnnotations(annos)
-	}
+	withoutAppliedHash(c)
 	b, err := json.Marshal(c.Object)
 	if err != nil {
 		return "", fmt.Errorf("hashing %s %s: %w", obj.GetKind(), obj.GetName(), err)
@@ -78,8 +107,7 @@ func inSync(desired, live *unstructured.Unstructured) bool {
 	if live == nil || live.GetDeletionTimestamp() != nil {
 		return false
 	}
-	if live.GetAnnotations()[AnnoAppliedHash] == "" ||
-		live.GetAnnotations()[AnnoAppliedHash] != desired.GetAnnotations()[AnnoAppliedHash] {
+	if h := appliedHash(live); h == "" || h != appliedHash(desired) {
 		return false
 	}
 	if !managedBy(live, FieldManager) {

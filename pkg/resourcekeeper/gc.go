@@ -32,7 +32,7 @@ const (
 var ownershipLabels = []string{
 	v1beta1.LabelAppName, v1beta1.LabelAppNamespace, v1beta1.LabelAppComponent, v1beta1.LabelAppRevision,
 	v1beta1.LabelResourceType, v1beta1.LabelAppCluster, v1beta1.LabelWorkloadType, v1beta1.LabelTraitType,
-	v1beta1.LabelTraitResource,
+	v1beta1.LabelTraitResource, LabelAppliedHash,
 }
 
 // GarbageCollect deletes what older revisions applied and the current one

@@ -89,14 +89,25 @@ func TestAdoptKubeVela(t *testing.T) {
 
 	after := get("Deployment", "apps/v1", "frontend")
 	require.Equal(t, before.GetUID(), after.GetUID(), "adopted in place, not re-created")
-	// The same render changes nothing in the spec, so no rollout. (The
-	// Deployment's metadata.generation still moves: Kubernetes' Deployment
-	// strategy counts annotation changes, and adoption drops KubeVela's
-	// last-applied annotation and adds oamflow's applied hash.)
+	// The same render changes nothing in the spec, so no rollout; the
+	// annotations are left as they are (the hash goes in a label), so
+	// the Deployment's metadata.generation, which counts annotation
+	// changes, does not move either.
 	require.Equal(t, before.Object["spec"], after.Object["spec"], "the same render changes nothing: no rollout")
-	t.Logf("Deployment generation %d -> %d (annotations only)", before.GetGeneration(), after.GetGeneration())
+	require.Equal(t, before.GetGeneration(), after.GetGeneration(), "annotations untouched: generation unchanged")
+	require.Equal(t, before.GetAnnotations(), after.GetAnnotations())
+	require.NotEmpty(t, after.GetLabels()[LabelAppliedHash])
 	require.True(t, managedBy(after, FieldManager))
-	require.NotContains(t, after.GetAnnotations(), AnnoKubeVelaLastApplied)
+	for _, mf := range after.GetManagedFields() {
+		if mf.Manager == KubeVelaFieldManager && mf.Subresource == "" {
+			require.NotContains(t, string(mf.FieldsV1.Raw), `"f:image"`, "what oamflow renders is no longer KubeVela's")
+			require.Contains(t, string(mf.FieldsV1.Raw), AnnoKubeVelaLastApplied, "what it does not render stays KubeVela's")
+		}
+	}
+	// A second apply of the same render finds it in sync: no write.
+	rv := after.GetResourceVersion()
+	require.NoError(t, k.Apply(ctx, "", desired))
+	require.Equal(t, rv, get("Deployment", "apps/v1", "frontend").GetResourceVersion(), "in sync after adoption")
 
 	done, err := k.GarbageCollect(ctx)
 	require.NoError(t, err)

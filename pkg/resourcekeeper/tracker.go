@@ -126,7 +126,9 @@ func (k *Keeper) CheckTrackers(ctx context.Context) error {
 }
 
 // AnnoKubeVelaLastApplied is the annotation KubeVela keeps its three-way
-// merge base in; oamflow (server-side apply) drops it on adoption.
+// merge base in. oamflow (server-side apply) does not read it and leaves
+// it on adopted objects: removing it would move a Deployment's
+// metadata.generation (see LabelAppliedHash).
 const AnnoKubeVelaLastApplied = "app.oam.dev/last-applied-configuration"
 
 // adoptable reports whether the object ref, whose ownership labels name

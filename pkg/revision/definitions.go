@@ -113,19 +113,26 @@ func (r *Recorder) Definitions() (Definitions, error) {
 
 // snapshotSource serves the definitions of one ApplicationRevision.
 type snapshotSource struct {
-	origin string
-	defs   Definitions
+	origin   string
+	defs     Definitions
+	builtins appfile.DefinitionSource
 }
 
 // Source returns an appfile.DefinitionSource serving the definitions
 // snapshotted in rev, looked up by the type name the Application wrote.
-// A type the snapshot lacks is reported as appfile.ErrDefinitionNotFound.
-func Source(rev *v1beta1.ApplicationRevision) appfile.DefinitionSource {
-	return &snapshotSource{origin: "revision " + rev.Namespace + "/" + rev.Name, defs: FromRevision(rev)}
+// A type the snapshot lacks is reported as appfile.ErrDefinitionNotFound,
+// except a workflow-step or policy type when builtins is not nil: it is
+// served by builtins. oamflow's revisions hold every definition they used,
+// so this only serves KubeVela's revisions, which leave out KubeVela's
+// built-in steps (apply-component, deploy, suspend, ...) and policies
+// (garbage-collect, apply-once, ...): those are compiled into vela-core,
+// never read from a definition.
+func Source(rev *v1beta1.ApplicationRevision, builtins appfile.DefinitionSource) appfile.DefinitionSource {
+	return &snapshotSource{origin: "revision " + rev.Namespace + "/" + rev.Name, defs: FromRevision(rev), builtins: builtins}
 }
 
 // Get implements appfile.DefinitionSource.
-func (s *snapshotSource) Get(_ context.Context, kind appfile.DefinitionKind, name string) (*appfile.Definition, error) {
+func (s *snapshotSource) Get(ctx context.Context, kind appfile.DefinitionKind, name string) (*appfile.Definition, error) {
 	var obj client.Object
 	switch kind {
 	case appfile.KindComponent:
@@ -144,6 +151,9 @@ func (s *snapshotSource) Get(_ context.Context, kind appfile.DefinitionKind, nam
 		if d, ok := s.defs.WorkflowSteps[name]; ok {
 			obj = d.DeepCopy()
 		}
+	}
+	if obj == nil && s.builtins != nil && (kind == appfile.KindWorkflowStep || kind == appfile.KindPolicy) {
+		return s.builtins.Get(ctx, kind, name)
 	}
 	if obj == nil {
 		return nil, fmt.Errorf("%s %q in %s: %w", kind, name, s.origin, appfile.ErrDefinitionNotFound)

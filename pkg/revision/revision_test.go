@@ -270,7 +270,7 @@ func TestRecorderAndSource(t *testing.T) {
 	assert.Equal(t, "shop-v3", rev.Name)
 	assert.Equal(t, h, rev.Labels[v1beta1.LabelAppRevisionHash])
 
-	snap := Source(rev)
+	snap := Source(rev, nil)
 	d, err := snap.Get(ctx, appfile.KindComponent, "webservice@v2")
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), d.Revision)
@@ -278,4 +278,16 @@ func TestRecorderAndSource(t *testing.T) {
 	_, err = snap.Get(ctx, appfile.KindTrait, "scaler")
 	require.ErrorIs(t, err, appfile.ErrDefinitionNotFound)
 	assert.Contains(t, err.Error(), "revision default/shop-v3")
+
+	// KubeVela's revisions leave out its built-in steps and policies:
+	// served by the fallback, never components or traits.
+	kv := Snapshot(app, Definitions{Components: defs.Components}, 1, h)
+	kvSrc := Source(kv, src)
+	d, err = kvSrc.Get(ctx, appfile.KindWorkflowStep, "apply-component")
+	require.NoError(t, err, "a step the revision lacks comes from the fallback")
+	assert.Equal(t, "parameter: {}", d.Template())
+	_, err = Source(kv, nil).Get(ctx, appfile.KindWorkflowStep, "apply-component")
+	require.ErrorIs(t, err, appfile.ErrDefinitionNotFound, "without a fallback")
+	_, err = kvSrc.Get(ctx, appfile.KindTrait, "scaler")
+	require.ErrorIs(t, err, appfile.ErrDefinitionNotFound, "components and traits come only from the revision")
 }

@@ -31,6 +31,11 @@ const (
 	// ConditionIdentity says who the controller acts as for the
 	// Application (package tenancy); False: nothing is deployed.
 	ConditionIdentity = "Identity"
+	// ConditionAdopted is set on an Application KubeVela deployed, once
+	// oamflow takes it over (docs/migrate-from-kubevela.md): True
+	// (AdoptedFromKubeVela) when what KubeVela applied is oamflow's, False
+	// (AdoptionFailed, retried) saying what could not be taken over.
+	ConditionAdopted = "Adopted"
 )
 
 // Condition reasons (CamelCase, stable). Reasons starting with "Invalid"
@@ -74,6 +79,9 @@ const (
 	ReasonWorkflowTerminated = "WorkflowTerminated"
 	ReasonInvalidWorkflow    = "InvalidWorkflow"
 	ReasonWorkflowError      = "WorkflowError"
+
+	ReasonAdoptedFromKubeVela = "AdoptedFromKubeVela"
+	ReasonAdoptionFailed      = "AdoptionFailed"
 
 	ReasonRunning              = "Running"
 	ReasonUnhealthy            = "Unhealthy"

@@ -37,3 +37,10 @@ const (
 // Application's ownership labels instead of being deleted. The controller
 // removes it together with its own finalizer.
 const FinalizerOrphanResource = "app.oam.dev/orphan-resource"
+
+// FinalizerResourceTracker is KubeVela's finalizer on the Applications it
+// deployed. oamflow takes it as the mark of an Application KubeVela deployed
+// and oamflow has not yet adopted (see docs/migrate-from-kubevela.md): it is
+// removed once oamflow has taken over what KubeVela applied, or once the
+// Application's resources are collected on deletion.
+const FinalizerResourceTracker = "app.oam.dev/resource-tracker-finalizer"
