@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -26,58 +24,6 @@ import (
 	"github.com/oamflow/oamflow/pkg/workflow"
 )
 
-// loadKubeVelaState creates the objects of kubevela-state's files in
-// namespace shop as they are: managedFields, finalizers and compressed
-// records included, status written through the status subresource; uid,
-// resourceVersion and creationTimestamp are the API server's to assign.
-func loadKubeVelaState(t *testing.T, files ...string) {
-	t.Helper()
-	ctx := context.Background()
-	c := env(t).Client
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	dir := corpus.KubeVelaStateDir(t)
-	for _, file := range files {
-		b, err := os.ReadFile(filepath.Join(dir, file))
-		require.NoError(t, err)
-		var list struct {
-			Items []map[string]any `json:"items"`
-		}
-		require.NoError(t, yaml.Unmarshal(b, &list))
-		for _, item := range list.Items {
-			u := &unstructured.Unstructured{Object: item}
-			u.SetUID("")
-			u.SetResourceVersion("")
-			u.SetCreationTimestamp(metav1.Time{})
-			u.SetOwnerReferences(nil)
-			status, hasStatus := u.Object["status"]
-			delete(u.Object, "status")
-			require.NoError(t, c.Create(ctx, u, client.FieldOwner("kubevela")), "creating %s %s", u.GetKind(), u.GetName())
-			if hasStatus && (u.GetKind() == "Application" || u.GetKind() == "ApplicationRevision" || u.GetKind() == "Deployment") {
-				u.Object["status"] = status
-				// KubeVela's conditions carry no message, which oamflow's
-				// schema (metav1.Condition) requires: a record KubeVela left
-				// in etcd is served as it is, and oamflow's first status
-				// write replaces every condition (validation ratcheting
-				// lets what it leaves alone stand), but a create is
-				// validated whole, so the loader adds an empty message.
-				if st, ok := status.(map[string]any); ok {
-					conds, _ := st["conditions"].([]any)
-					for _, cd := range conds {
-						if m, ok := cd.(map[string]any); ok {
-							if _, ok := m["message"]; !ok {
-								m["message"] = ""
-							}
-						}
-					}
-				}
-				require.NoError(t, c.Status().Update(ctx, u, client.FieldOwner("kubevela")), "status of %s %s", u.GetKind(), u.GetName())
-			}
-		}
-	}
-}
-
 // TestTakeOverKubeVela is issue 24's acceptance through the Reconciler:
 // what KubeVela v1.11 left for shop/storefront and shop/settings is
 // adopted without re-running any workflow step or rolling anything out.
@@ -86,7 +32,7 @@ func TestTakeOverKubeVela(t *testing.T) {
 	h.ns = "shop"
 	ctx := context.Background()
 	c := env(t).Client
-	loadKubeVelaState(t, "applications-and-revisions.yaml", "resourcetrackers.yaml", "workloads.yaml", "configmaps.yaml")
+	corpus.LoadKubeVelaState(t, c, "applications-and-revisions.yaml", "resourcetrackers.yaml", "workloads.yaml", "configmaps.yaml")
 
 	deployments := map[string]*appsv1.Deployment{}
 	for _, name := range []string{"frontend", "orders", "cache"} {
@@ -284,4 +230,44 @@ func TestDeleteKubeVelaApplication(t *testing.T) {
 		d, ok := h.deployment(name)
 		assert.True(t, !ok || d.DeletionTimestamp != nil, "%s is collected", name)
 	}
+}
+
+// TestUndecodableKubeVelaTracker: a KubeVela tracker of the Application
+// that cannot be decoded stops it before anything is applied or collected,
+// and the Policy condition says which tracker and why.
+func TestUndecodableKubeVelaTracker(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	ctx := context.Background()
+	c := env(t).Client
+	app := h.app("broken", exampleApp)
+	h.until(app, true, 60*time.Second, phaseIs(common.ApplicationRunning))
+	h.asKubeVelas(app)
+	bad := &v1beta1.ResourceTracker{ObjectMeta: metav1.ObjectMeta{Name: "broken-v9-" + h.ns,
+		Labels: map[string]string{v1beta1.LabelAppName: "broken", v1beta1.LabelAppNamespace: h.ns}},
+		Spec: v1beta1.ResourceTrackerSpec{Type: v1beta1.ResourceTrackerTypeVersioned, Compression: &v1beta1.Compression{Type: "zstd", Data: "aGVsbG8="}}}
+	require.NoError(t, c.Create(ctx, bad))
+	web, ok := h.deployment("web")
+	require.True(t, ok)
+	// The next revision drops worker and changes web.
+	h.update(app, func(a *v1beta1.Application) {
+		a.Spec.Components = a.Spec.Components[:1]
+		a.Spec.Components[0].Traits = a.Spec.Components[0].Traits[1:]
+	})
+	// The reconcile fails (and is retried) until the record is repaired.
+	for i := 0; i < 3; i++ {
+		_, err := h.reconcile(app)
+		require.ErrorContains(t, err, "cannot be decoded")
+	}
+	got := h.get(app)
+	cond := meta.FindStatusCondition(got.Status.Conditions, common.ConditionPolicy)
+	require.NotNil(t, cond)
+	assert.Equal(t, metav1.ConditionFalse, cond.Status)
+	assert.Equal(t, common.ReasonResourceTrackerUnreadable, cond.Reason)
+	assert.Contains(t, cond.Message, "ResourceTracker broken-v9-"+h.ns+" cannot be decoded")
+	_, ok = h.deployment("worker")
+	assert.True(t, ok, "nothing is collected")
+	after, _ := h.deployment("web")
+	assert.Equal(t, web.Generation, after.Generation, "nothing is applied")
+	assert.Equal(t, web.Spec.Replicas, after.Spec.Replicas)
+	assert.True(t, hasFinalizer(h.get(app), v1beta1.FinalizerResourceTracker), "not adopted")
 }
