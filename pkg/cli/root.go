@@ -75,6 +75,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	root.AddCommand(newLsCommand(opts))
 	root.AddCommand(newDeleteCommand(opts))
 	root.AddCommand(newRevisionCommand(opts))
+	root.AddCommand(newMigrateCommand(opts))
 	root.AddCommand(newCompletionCommand(opts))
 	return root
 }
