@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -38,6 +39,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/cuex"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"github.com/oamflow/oamflow/pkg/health"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/render"
@@ -572,10 +574,15 @@ func (r *Reconciler) identity(ctx context.Context, s *scope) error {
 	app := s.app
 	if s.tenantErr != nil {
 		err := &userError{err: s.tenantErr}
-		setIdentityCondition(app, tenancy.Identity{}, common.ReasonInvalidIdentity, err)
+		setIdentityCondition(app, tenancy.Identity{}, common.ReasonInvalidIdentity, "", err)
 		return err
 	}
 	id := s.tenant.Identity
+	note := ""
+	if c := meta.FindStatusCondition(app.Status.Conditions, common.ConditionIdentity); !s.startsRun() && c != nil &&
+		c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, id.Describe()) {
+		return nil // the same identity, as checked when the run started
+	}
 	if !id.IsController() && s.startsRun() {
 		c, err := r.clients.Client(ctx, "")
 		if err != nil {
@@ -585,16 +592,17 @@ func (r *Reconciler) identity(ctx context.Context, s *scope) error {
 		switch {
 		case apierrors.IsNotFound(err):
 			uerr := &userError{err: fmt.Errorf("ServiceAccount %s/%s does not exist: nothing is deployed until it does (%s)", id.Namespace, id.Name, id.Describe())}
-			setIdentityCondition(app, id, common.ReasonServiceAccountNotFound, uerr)
+			setIdentityCondition(app, id, common.ReasonServiceAccountNotFound, "", uerr)
 			s.requeueAfter(30 * time.Second)
 			return uerr
 		case err != nil && !apierrors.IsForbidden(err):
 			return fmt.Errorf("reading ServiceAccount %s/%s: %w", id.Namespace, id.Name, err)
 		case err != nil:
 			s.log.V(1).Info("the Application's ServiceAccount may not read itself; not checking it exists", "serviceAccount", id.Namespace+"/"+id.Name)
+			note = "not checked that it exists: it may not read ServiceAccounts"
 		}
 	}
-	setIdentityCondition(app, id, "", nil)
+	setIdentityCondition(app, id, "", note, nil)
 	return nil
 }
 
@@ -754,7 +762,14 @@ func (r *Reconciler) checkHealth(ctx context.Context, s *scope) error {
 	}
 	if !s.justFinished {
 		if err := s.keeper.StateKeep(ctx); err != nil {
-			return fmt.Errorf("repairing drift: %w", err)
+			s.ready.driftErr = err
+			if !errclass.IsTerminal(err) {
+				return fmt.Errorf("repairing drift: %w", err)
+			}
+			// Retrying as the same identity is refused the same way:
+			// say so in Ready and check again at the next resync.
+			s.log.Info("drift cannot be repaired", "reason", err.Error())
+			s.requeueAfter(r.opts.UnhealthyRequeue)
 		}
 	}
 	if s.ran || s.justFinished || s.ready.gcErr != nil || app.Status.AppliedResources == nil {

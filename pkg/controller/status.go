@@ -86,17 +86,21 @@ func setPolicyCondition(app *v1beta1.Application, policies int, err error) {
 }
 
 // setIdentityCondition records who the controller acts as for the
-// Application (id.Describe()), or why it acts as no one: err is a
-// *userError, its reason one of common.ReasonInvalidIdentity and
-// common.ReasonServiceAccountNotFound.
-func setIdentityCondition(app *v1beta1.Application, id tenancy.Identity, reason string, err error) {
+// Application (id.Describe(), then note when not empty), or why it acts as
+// no one: err is a *userError, its reason one of
+// common.ReasonInvalidIdentity and common.ReasonServiceAccountNotFound.
+func setIdentityCondition(app *v1beta1.Application, id tenancy.Identity, reason, note string, err error) {
 	switch {
 	case err != nil:
 		setCondition(app, common.ConditionIdentity, false, reason, err.Error())
 	case id.IsController():
 		setCondition(app, common.ConditionIdentity, true, common.ReasonSingleTenant, id.Describe())
 	default:
-		setCondition(app, common.ConditionIdentity, true, common.ReasonServiceAccount, id.Describe())
+		msg := id.Describe()
+		if note != "" {
+			msg += "; " + note
+		}
+		setCondition(app, common.ConditionIdentity, true, common.ReasonServiceAccount, msg)
 	}
 }
 
@@ -196,6 +200,9 @@ type readyInput struct {
 	gcErr error
 	// healthErr is an error checking health.
 	healthErr error
+	// driftErr is why what drifted from the revision could not be put
+	// back (the identity may no longer write it, say).
+	driftErr error
 }
 
 // setReadyCondition is the one place Ready is set: True when every phase
@@ -223,6 +230,10 @@ func setReadyCondition(app *v1beta1.Application, in readyInput) {
 	}
 	if in.healthErr != nil {
 		setCondition(app, common.ConditionReady, false, common.ReasonHealthCheckError, in.healthErr.Error())
+		return
+	}
+	if in.driftErr != nil {
+		setCondition(app, common.ConditionReady, false, common.ReasonDriftRepairFailed, "resources drifted from the revision and could not be repaired: "+in.driftErr.Error())
 		return
 	}
 	if msg := unhealthyMessage(app.Status.Services); msg != "" {

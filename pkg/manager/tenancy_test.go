@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -457,9 +459,13 @@ components:
 	t.Run("a namespace without the ServiceAccount deploys nothing", func(t *testing.T) {
 		for _, tc := range []struct {
 			ns, want, reason string
+			// identity is a part of the Identity condition's message.
+			identity string
 		}{
-			{ns: noSA.ns, want: "serviceaccount lock-c/deployer cannot get configmaps in namespace lock-c (the namespace's default ServiceAccount \"deployer\": does it exist", reason: common.ReasonWorkflowFailed},
-			{ns: noSAReadable.ns, want: "ServiceAccount lock-d/deployer does not exist: nothing is deployed until it does", reason: common.ReasonServiceAccountNotFound},
+			{ns: noSA.ns, want: "serviceaccount lock-c/deployer cannot get configmaps in namespace lock-c (the namespace's default ServiceAccount \"deployer\": does it exist", reason: common.ReasonWorkflowFailed,
+				identity: "acting as serviceaccount lock-c/deployer (the controller's --default-service-account); not checked that it exists: it may not read ServiceAccounts"},
+			{ns: noSAReadable.ns, want: "ServiceAccount lock-d/deployer does not exist: nothing is deployed until it does", reason: common.ReasonServiceAccountNotFound,
+				identity: "ServiceAccount lock-d/deployer does not exist"},
 		} {
 			app := tenantApp(t, tc.ns, "orphan", `
 components:
@@ -474,6 +480,7 @@ components:
 			require.NotNil(t, ready)
 			assert.Equal(t, tc.reason, ready.Reason)
 			assert.Contains(t, ready.Message, tc.want)
+			assert.Contains(t, conditionMessage(got, common.ConditionIdentity), tc.identity)
 			assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: tc.ns, Name: "orphan"}, &corev1.ConfigMap{})))
 			deleteAndWait(t, app)
 		}
@@ -573,4 +580,139 @@ workflow:
 	got := waitPhase(t, unknown, common.ApplicationWorkflowFailed)
 	assert.Contains(t, conditionMessage(got, common.ConditionWorkflow), `reading ConfigMap kube-cluster/probe in cluster member-9: cluster "member-9" not registered`)
 	deleteAndWait(t, app, unknown)
+}
+
+// warnings collects the API server's warnings (admission warnings
+// included) of the requests made with a client.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
+}
+
+// TestLockdownAdmission: with the webhook on in lockdown, every target of
+// an Application outside its scope is refused at once, in one message;
+// targets in scope that its ServiceAccount may not write are admitted
+// with a warning in the words of the run-time failure.
+func TestLockdownAdmission(t *testing.T) {
+	ctx := context.Background()
+	w := newTenant(t, "lock-w", map[string]string{"deployer": "tenant-view"})
+	o := lockdownOptions(t)
+	o.Webhook.Enabled = true
+	o.Webhook.Port = freePort(t)
+	o.Webhook.FailurePolicy = string(admissionregistrationv1.Fail)
+	startManager(t, o)
+
+	collected := &warnings{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = collected
+	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	require.NoError(t, err)
+
+	outside := tenantApp(t, w.ns, "outside", `
+components:
+- name: cfg
+  type: k8s-objects
+  properties:
+    objects:
+    - {apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: lock-x}}
+    - {apiVersion: v1, kind: ConfigMap, metadata: {name: b, namespace: kube-system}}
+`, nil)
+	require.Eventually(t, func() bool {
+		err := c.Create(ctx, outside.DeepCopy(), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "denied the request")
+	}, 30*time.Second, 200*time.Millisecond, "the webhook refuses targets outside the scope")
+	err = c.Create(ctx, outside.DeepCopy(), client.DryRunAll)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "application lock-w/outside (2 targets outside its scope):")
+	assert.Contains(t, err.Error(), "ConfigMap lock-x/a is outside the scope")
+	assert.Contains(t, err.Error(), "ConfigMap kube-system/b is outside the scope")
+
+	inside := tenantApp(t, w.ns, "inside", `
+components:
+- name: cfg
+  type: k8s-objects
+  properties:
+    objects: [{apiVersion: v1, kind: ConfigMap, metadata: {name: a}}]
+`, nil)
+	collected.take()
+	require.NoError(t, c.Create(ctx, inside.DeepCopy(), client.DryRunAll), "a target in scope is admitted")
+	assert.Contains(t, collected.take(),
+		`spec.components[0].properties.objects[0] (component "cfg"): serviceaccount lock-w/deployer cannot create configmaps in namespace lock-w `+
+			`(the namespace's default ServiceAccount "deployer": does it exist, and is it bound to a Role that allows this?): the workflow will fail there until a RoleBinding allows it`)
+
+	// Once the ServiceAccount may write ConfigMaps there, no warning.
+	require.NoError(t, ignoreExists(env.Client.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "deployer-admin", Namespace: w.ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "tenant-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "deployer", Namespace: w.ns}},
+	})))
+	require.Eventually(t, func() bool {
+		collected.take()
+		return c.Create(ctx, inside.DeepCopy(), client.DryRunAll) == nil && len(collected.take()) == 0
+	}, 10*time.Second, 200*time.Millisecond, "no warning once the RoleBinding allows the writes")
+}
+
+// TestLockdownDriftDenied: when the Application's ServiceAccount may no
+// longer write what drifted, the Application stops saying it is running:
+// Ready says why, and nothing is retried in a storm.
+func TestLockdownDriftDenied(t *testing.T) {
+	ctx := context.Background()
+	c := env.Client
+	e := newTenant(t, "lock-e", map[string]string{"deployer": "tenant-admin"})
+	o := lockdownOptions(t)
+	o.ResyncPeriod = 2 * time.Second
+	startManager(t, o)
+	app := tenantApp(t, e.ns, "drifty", `
+components:
+- name: cfg
+  type: k8s-objects
+  properties:
+    objects: [{apiVersion: v1, kind: ConfigMap, metadata: {name: drifty}, data: {k: v}}]
+`, nil)
+	require.NoError(t, c.Create(ctx, app))
+	waitPhase(t, app, common.ApplicationRunning)
+
+	// The namespace admin takes the write rights away, and someone edits
+	// the ConfigMap.
+	require.NoError(t, c.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "deployer-tenant-admin"}}))
+	require.NoError(t, c.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "deployer-tenant-view", Namespace: e.ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "tenant-view"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "deployer", Namespace: e.ns}},
+	}))
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "drifty"}, cm))
+	cm.Data["k"] = "edited"
+	require.NoError(t, c.Update(ctx, cm))
+
+	got := waitPhase(t, app, common.ApplicationUnhealthy)
+	ready := meta.FindStatusCondition(got.Status.Conditions, common.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, common.ReasonDriftRepairFailed, ready.Reason)
+	assert.Contains(t, ready.Message, "serviceaccount lock-e/deployer cannot patch configmaps in namespace lock-e")
+	assert.Equal(t, "drifty-v1", got.Status.LatestRevision.Name, "no new revision, no new run")
+	// Given the rights back, it repairs the drift and runs again.
+	require.NoError(t, c.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "deployer-tenant-admin", Namespace: e.ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "tenant-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "deployer", Namespace: e.ns}},
+	}))
+	waitPhase(t, app, common.ApplicationRunning)
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "drifty"}, cm))
+	assert.Equal(t, "v", cm.Data["k"], "the drift is repaired")
+	deleteAndWait(t, app)
 }

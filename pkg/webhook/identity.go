@@ -67,3 +67,59 @@ func (c *IdentityChecker) Check(ctx context.Context, user authenticationv1.UserI
 	return fmt.Sprintf("application %s/%s: metadata.annotations[%s]: user %q may not act as %s: the Application would act as it, which needs the verb impersonate on serviceaccounts/%s in namespace %s",
 		app.Namespace, app.Name, v1beta1.AnnoServiceAccountName, user.Username, id, id.Name, id.Namespace), nil
 }
+
+// maxAccessReviews bounds the SubjectAccessReviews one admission makes.
+const maxAccessReviews = 20
+
+// accessWarnings asks, in lockdown, whether the Application's identity may
+// write each object its spec has it write on the hub (create and patch:
+// server-side apply needs both) and returns a warning, in the words the
+// controller's step failure will use, for each it may not. They are
+// warnings, not refusals: the RoleBinding that allows the writes is often
+// applied together with the Application (one GitOps sync), and the
+// controller refuses at run time anyway.
+func (c *IdentityChecker) accessWarnings(ctx context.Context, app *v1beta1.Application) []string {
+	s := c.scope(app)
+	if s == nil || c.Reviews == nil {
+		return nil
+	}
+	id := s.tenant.Identity
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + id.Namespace, "system:authenticated"}
+	var warnings []string
+	seen := map[write]bool{}
+	reviews := 0
+	for _, w := range s.writes {
+		key := write{resource: w.resource, namespace: w.namespace}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		for _, verb := range []string{"create", "patch"} {
+			if reviews == maxAccessReviews {
+				return warnings
+			}
+			reviews++
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: id.UserName(), Groups: groups,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: w.namespace, Verb: verb,
+					Group: w.resource.Group, Version: w.resource.Version, Resource: w.resource.Resource,
+				},
+			}}
+			if err := c.Reviews.Create(ctx, sar); err != nil {
+				return append(warnings, fmt.Sprintf("not checked whether %s may write what the Application deploys: %v", id, err))
+			}
+			if sar.Status.Allowed {
+				continue
+			}
+			resource := w.resource.Resource
+			if w.resource.Group != "" {
+				resource += "." + w.resource.Group
+			}
+			denied := &tenancy.DeniedError{Identity: id, Verb: verb, Resource: resource, Namespace: w.namespace}
+			warnings = append(warnings, fmt.Sprintf("%s: %s: the workflow will fail there until a RoleBinding allows it", w.field, denied))
+			break
+		}
+	}
+	return warnings
+}

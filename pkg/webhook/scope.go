@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,19 +19,30 @@ import (
 const memberCluster = "a member cluster"
 
 // checkScope returns, in lockdown, why the targets of app known from its
-// spec alone are outside its scope ("" when none is), each refusal being
-// tenancy's own (Tenant.Check) after the field path that names the
-// target: topology policies' namespace on the hub, the objects of
-// k8s-objects components (their namespace, and cluster-scoped kinds as
-// mapper tells them), ref-objects references, and the apply-object and
-// read-object steps. Rendered objects are the controller's to check.
+// spec alone are outside its scope ("" when none is: every refusal is
+// listed), each refusal being tenancy's own (Tenant.Check) after the field
+// path that names the target: topology policies' namespace on the hub,
+// the objects of k8s-objects components (their namespace, and
+// cluster-scoped kinds as mapper tells them), ref-objects references, and
+// the apply-object and read-object steps. Rendered objects are the
+// controller's to check.
 func (c *IdentityChecker) checkScope(app *v1beta1.Application) string {
-	if !c.Tenancy.Lockdown() {
+	s := c.scope(app)
+	if s == nil {
 		return ""
+	}
+	return s.refusal()
+}
+
+// scope walks the targets of app known from its spec (nil outside
+// lockdown, or when the Application may use any namespace).
+func (c *IdentityChecker) scope(app *v1beta1.Application) *scopeCheck {
+	if !c.Tenancy.Lockdown() {
+		return nil
 	}
 	t, err := c.Tenancy.TenantOf(app)
 	if err != nil || t.AllowCrossNamespace {
-		return "" // an invalid identity is Check's refusal
+		return nil // an invalid identity is Check's refusal
 	}
 	var mapper meta.RESTMapper
 	if c.Reviews != nil {
@@ -99,7 +111,7 @@ func (c *IdentityChecker) checkScope(app *v1beta1.Application) string {
 			}
 		}
 	}
-	return s.refusal
+	return &s
 }
 
 // object is the part of a Kubernetes object the scope depends on.
@@ -116,17 +128,37 @@ type scopeCheck struct {
 	tenant    tenancy.Tenant
 	mapper    meta.RESTMapper
 	namespace string
-	refusal   string
+	refusals  []string
+	// writes are the objects in scope the spec has the hub's identity
+	// write (accessWarnings).
+	writes []write
 }
 
-// check records the first refusal of o, at field.
-func (s *scopeCheck) check(field string, o tenancy.Object) {
-	if s.refusal != "" {
-		return
-	}
+// write is an object the Application's identity will write on the hub.
+type write struct {
+	field     string
+	resource  schema.GroupVersionResource
+	namespace string
+}
+
+// check records the refusal of o, at field.
+func (s *scopeCheck) check(field string, o tenancy.Object) bool {
 	if err := s.tenant.Check(o); err != nil {
-		s.refusal = fmt.Sprintf("application %s: %s: %s", s.tenant.App, field, err)
+		s.refusals = append(s.refusals, field+": "+err.Error())
+		return false
 	}
+	return true
+}
+
+// refusal is every refusal in one message ("" when there is none).
+func (s *scopeCheck) refusal() string {
+	switch len(s.refusals) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("application %s: %s", s.tenant.App, s.refusals[0])
+	}
+	return fmt.Sprintf("application %s (%d targets outside its scope):\n  %s", s.tenant.App, len(s.refusals), strings.Join(s.refusals, "\n  "))
 }
 
 // checkObject checks a whole object on cluster: its namespace (the
@@ -138,24 +170,31 @@ func (s *scopeCheck) checkObject(field, cluster string, o object) {
 		ns = s.namespace
 	}
 	at := field + ".metadata.namespace"
-	if s.clusterScoped(o) {
+	m := s.mapping(o)
+	if m != nil && m.Scope.Name() != meta.RESTScopeNameNamespace {
 		ns = ""
 		at = field + ".kind"
 	}
-	s.check(at, tenancy.Object{Cluster: cluster, Kind: o.Kind, Namespace: ns, Name: o.Metadata.Name})
+	if s.check(at, tenancy.Object{Cluster: cluster, Kind: o.Kind, Namespace: ns, Name: o.Metadata.Name}) &&
+		m != nil && (cluster == "" || cluster == v1beta1.ClusterLocal) {
+		s.writes = append(s.writes, write{field: field, resource: m.Resource, namespace: ns})
+	}
 }
 
-// clusterScoped tells whether the mapper knows o's kind as cluster-scoped.
-func (s *scopeCheck) clusterScoped(o object) bool {
+// mapping is what the mapper knows of o's kind (nil: nothing).
+func (s *scopeCheck) mapping(o object) *meta.RESTMapping {
 	if s.mapper == nil || o.Kind == "" {
-		return false
+		return nil
 	}
 	gv, err := schema.ParseGroupVersion(o.APIVersion)
 	if err != nil {
-		return false
+		return nil
 	}
 	m, err := s.mapper.RESTMapping(gv.WithKind(o.Kind).GroupKind(), gv.Version)
-	return err == nil && m.Scope.Name() != meta.RESTScopeNameNamespace
+	if err != nil {
+		return nil
+	}
+	return m
 }
 
 func (s *scopeCheck) checkStep(at, name, typ string, props *runtime.RawExtension) {

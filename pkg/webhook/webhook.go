@@ -131,6 +131,9 @@ func (v *ApplicationValidator) Handle(ctx context.Context, req admission.Request
 		}
 	}
 	warnings, err := ValidateUpdate(ctx, old, app, v.Sources.Source(app.Namespace), v.Topologies)
+	if err == nil && v.Identity != nil {
+		warnings = append(warnings, v.Identity.accessWarnings(ctx, app)...)
+	}
 	switch {
 	case appfile.IsInvalid(err):
 		return admission.Denied(err.Error()).WithWarnings(warnings...)

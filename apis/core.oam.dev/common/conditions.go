@@ -87,6 +87,7 @@ const (
 	ReasonUnhealthy            = "Unhealthy"
 	ReasonGarbageCollectFailed = "GarbageCollectFailed"
 	ReasonHealthCheckError     = "HealthCheckError"
+	ReasonDriftRepairFailed    = "DriftRepairFailed"
 	ReasonNotReady             = "NotReady"
 	ReasonReconcilePanic       = "ReconcilePanic"
 	ReasonDeleting             = "Deleting"
