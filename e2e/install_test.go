@@ -95,7 +95,10 @@ func TestInstallChart(t *testing.T) {
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
 	args = append(args, "--kubeconfig="+hub.Kubeconfig, "--metrics-bind-address="+metricsAddr,
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", freeTCPPort(t)), fmt.Sprintf("--webhook-port=%d", freeTCPPort(t)),
-		"--unhealthy-requeue-period=2s")
+		"--unhealthy-requeue-period=2s",
+		// The chart serves /metrics over HTTPS to authorized tokens
+		// (pkg/manager's TestSecureMetrics); scraped here in plain HTTP.
+		"--metrics-secure=false")
 	t.Logf("$ oamflow-controller %s", strings.Join(args, " "))
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = framework.LogWriter(t), framework.LogWriter(t)

@@ -160,6 +160,45 @@ func TestDeploymentHardening(t *testing.T) {
 	for _, a := range args {
 		assert.NotContains(t, a, "--outbound-allow", "nothing allow-listed by default")
 	}
+	assert.Contains(t, args, "--metrics-secure=true", "/metrics is served with TLS and authn/authz")
+}
+
+// TestSecureMetricsRBAC: with metrics.secure (the default) the controller
+// may create TokenReviews and SubjectAccessReviews, and a metrics-reader
+// ClusterRole is there to bind scrapers to; without it, neither.
+func TestSecureMetricsRBAC(t *testing.T) {
+	rules := func(values map[string]any) (controller []any, reader bool) {
+		for _, obj := range render(t, values) {
+			if obj.GetKind() != "ClusterRole" {
+				continue
+			}
+			switch obj.GetName() {
+			case "oamflow-controller":
+				controller, _, _ = unstructured.NestedSlice(obj.Object, "rules")
+			case "oamflow-metrics-reader":
+				reader = true
+			}
+		}
+		return controller, reader
+	}
+	has := func(rules []any, resource string) bool {
+		for _, r := range rules {
+			res, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
+			for _, x := range res {
+				if x == resource {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	ctrl, reader := rules(nil)
+	assert.True(t, has(ctrl, "tokenreviews"), "the controller reviews scrapers' tokens")
+	assert.True(t, has(ctrl, "subjectaccessreviews"), "and their access")
+	assert.True(t, reader, "a metrics-reader ClusterRole")
+	ctrl, reader = rules(map[string]any{"metrics": map[string]any{"secure": false}})
+	assert.False(t, has(ctrl, "tokenreviews"))
+	assert.False(t, reader)
 }
 
 // TestOutboundAllow: controller.outboundAllow becomes one --outbound-allow

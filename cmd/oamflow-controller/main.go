@@ -36,6 +36,8 @@ func bindFlags(fs *flag.FlagSet, o *manager.Options) {
 	fs.IntVar(&o.RevisionLimit, "application-revision-limit", d.RevisionLimit, "ApplicationRevisions kept per Application (a garbage-collect policy's applicationRevisionLimit overrides it)")
 	fs.StringVar(&o.SystemNamespace, "system-namespace", d.SystemNamespace, "namespace of the definitions shared by all namespaces")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", d.MetricsAddr, "address of the Prometheus metrics endpoint (0 disables it)")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", d.MetricsSecure, "serve /metrics over HTTPS, only to clients with a bearer token the API server accepts (TokenReview) that may get the non-resource URL /metrics (SubjectAccessReview)")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", d.MetricsCertDir, "folder with tls.crt and tls.key for --metrics-secure (reloaded when they change); empty: a self-signed certificate")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", d.ProbeAddr, "address of the /healthz and /readyz endpoints (0 disables them)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", d.LeaderElect, "elect a leader so that only one replica reconciles")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", d.LeaderElectionID, "name of the leader election Lease")

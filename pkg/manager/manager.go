@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -47,14 +48,23 @@ import (
 
 // Options are the controller's flags.
 type Options struct {
-	Kubeconfig             string
-	Concurrency            int
-	QPS                    float64
-	Burst                  int
-	ResyncPeriod           time.Duration
-	RevisionLimit          int
-	SystemNamespace        string
-	MetricsAddr            string
+	Kubeconfig      string
+	Concurrency     int
+	QPS             float64
+	Burst           int
+	ResyncPeriod    time.Duration
+	RevisionLimit   int
+	SystemNamespace string
+	MetricsAddr     string
+	// MetricsSecure serves /metrics over HTTPS to clients authenticated by
+	// a bearer token (TokenReview) and allowed to get the non-resource URL
+	// /metrics (SubjectAccessReview): controller-runtime's secure metrics
+	// serving (--metrics-secure; on in the chart).
+	MetricsSecure bool
+	// MetricsCertDir holds tls.crt and tls.key for the secure metrics
+	// endpoint (reloaded when they change); empty: a self-signed
+	// certificate (--metrics-cert-dir).
+	MetricsCertDir         string
 	ProbeAddr              string
 	LeaderElect            bool
 	LeaderElectionID       string
@@ -288,7 +298,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		WebhookServer:           webhookServer,
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.LeaderElectionID,
@@ -414,6 +424,19 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	log.Info("starting", "concurrentReconciles", o.Concurrency, "resyncPeriod", o.ResyncPeriod.String(),
 		"systemNamespace", o.SystemNamespace, "leaderElection", o.LeaderElect, "defaultStepTimeout", o.DefaultStepTimeout.String())
 	return mgr.Start(ctx)
+}
+
+// metricsOptions serves /metrics on o.MetricsAddr: plain HTTP, or with
+// --metrics-secure HTTPS with authentication and authorization through the
+// API server (the controller creates TokenReviews and SubjectAccessReviews).
+func metricsOptions(o Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if o.MetricsSecure {
+		m.SecureServing = true
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+		m.CertDir = o.MetricsCertDir
+	}
+	return m
 }
 
 func durationOrNil(d time.Duration) *time.Duration {
