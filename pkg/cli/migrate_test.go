@@ -46,6 +46,13 @@ func TestMigrateFromKubeVela(t *testing.T) {
 	assert.Contains(t, res.out, "shop/storefront: adoptable, 0 changes (3 objects)")
 	assert.Contains(t, res.out, "2 Applications: 2 adoptable with no change, 0 would change, 0 not supported")
 
+	// KubeVela's revisions are the history oamflow shows.
+	res = e.run("", "revision", "list", "storefront", "-n", "shop")
+	require.Equal(t, ExitOK, res.code, "%v", res.err)
+	assert.Contains(t, res.out, "storefront-v1")
+	assert.Contains(t, res.out, "storefront-v2")
+	t.Log(res.out)
+
 	// Scaled by hand since: oamflow's render would set it back.
 	scale := []byte(`{"spec":{"replicas":5}}`)
 	frontend := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "frontend"}}
