@@ -10,11 +10,14 @@
 // itself: invalid, malformed, of a media type it does not take, or of a kind
 // it does not serve. Everything else (timeouts, conflicts, unreachable
 // clusters, a chart repository that does not answer) may pass and is
-// retried.
+// retried. The API server answers a server-side apply of an object that
+// does not match its kind's schema with an Internal Error ("failed to
+// create typed patch object"); that one is terminal too.
 package errclass
 
 import (
 	"errors"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -59,5 +62,18 @@ func IsTerminal(err error) bool {
 	if errors.As(err, &t) && t.Terminal() {
 		return true
 	}
-	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsUnsupportedMediaType(err) || meta.IsNoMatchError(err)
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsUnsupportedMediaType(err) || meta.IsNoMatchError(err) ||
+		isSchemaMismatch(err)
+}
+
+// isSchemaMismatch reports the API server's answer to a server-side apply
+// of an object that does not match its kind's schema (a number where a
+// string belongs): it answers 500 Internal Error, "failed to create typed
+// patch object", although the request, not the server, is at fault.
+func isSchemaMismatch(err error) bool {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) || !apierrors.IsInternalError(err) {
+		return false
+	}
+	return strings.Contains(se.Status().Message, "failed to create typed patch object")
 }

@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/multicluster"
-	"github.com/oamflow/oamflow/pkg/tenancy"
 )
 
 // action is what one object needs.
@@ -95,7 +95,8 @@ func (k *Keeper) Apply(ctx context.Context, cluster string, objs []*unstructured
 	if len(refusals) > 0 {
 		return errors.Join(refusals...)
 	}
-	if err := k.preflight(ctx, c, cluster, plans); err != nil {
+	first, err := k.preflight(ctx, c, cluster, plans)
+	if err != nil {
 		return err
 	}
 
@@ -118,8 +119,18 @@ func (k *Keeper) Apply(ctx context.Context, cluster string, objs []*unstructured
 		return fmt.Errorf("recording objects before applying them: %w", err)
 	}
 
+	if first >= 0 {
+		// The one write the preflight did not try goes first: if it
+		// fails, the others are not made.
+		if err := k.execute(ctx, c, cluster, plans[first]); err != nil {
+			return err
+		}
+	}
 	var errs []error
-	for _, p := range plans {
+	for i, p := range plans {
+		if i == first {
+			continue
+		}
 		if err := k.execute(ctx, c, cluster, p); err != nil {
 			errs = append(errs, err)
 		}
@@ -267,44 +278,60 @@ func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj 
 	return p, nil
 }
 
-// preflight makes, when the Application acts as a ServiceAccount and more
-// than one object is to be written, every write as a server-side dry run
-// first: if the identity may not make one of them, the call fails with
-// the refusals (*tenancy.DeniedError) before anything is tracked or
-// written, so a step is not left half-applied. Other dry-run errors are
-// left to the real writes, which report them as before.
-func (k *Keeper) preflight(ctx context.Context, c client.Client, cluster string, plans []*plan) error {
-	t, ok := tenancy.From(ctx)
-	if !ok || t.Identity.IsController() {
-		return nil
-	}
-	var writes []*plan
-	for _, p := range plans {
-		if p.action == actApply {
-			writes = append(writes, p)
+// preflight makes, when more than one object is to be written, every
+// write but the first as a server-side dry run: if one of them cannot be
+// made (the identity may not, the object does not match its kind's schema
+// or is invalid: any error errclass calls terminal), the call fails with
+// all of them before anything is tracked or written, so a step is never
+// left half-applied. It returns the index in plans of the write it did not
+// try (-1: none), which Apply makes first and alone: if that one fails,
+// nothing else is written either. Other dry-run errors (a conflict, a
+// timeout) are left to the real writes.
+func (k *Keeper) preflight(ctx context.Context, c client.Client, cluster string, plans []*plan) (int, error) {
+	first := -1
+	var rest []*plan
+	for i, p := range plans {
+		if p.action != actApply {
+			continue
 		}
-	}
-	if len(writes) < 2 {
-		return nil
+		if first < 0 {
+			first = i
+			continue
+		}
+		rest = append(rest, p)
 	}
 	var refusals []error
-	for _, p := range writes {
-		obj := p.desired.DeepCopy()
-		var err error
-		if p.live != nil && k.policies.resourceUpdate(p.desired).Op == UpdateOpReplace {
-			obj.SetResourceVersion(p.live.GetResourceVersion())
-			err = c.Update(ctx, obj, client.FieldOwner(FieldManager), client.DryRunAll)
-		} else {
-			err = c.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership, client.DryRunAll)
-		}
-		if tenancy.IsRefusal(err) {
+	for _, p := range rest {
+		if err := k.dryRun(ctx, c, p); errclass.IsTerminal(err) {
 			refusals = append(refusals, fmt.Errorf("applying %s: %w", refString(refOf(cluster, p.desired)), err))
 		}
 	}
 	if len(refusals) > 0 {
-		return errors.Join(append(refusals, errors.New("nothing was applied"))...)
+		return first, errors.Join(append(refusals, errors.New("nothing was applied"))...)
 	}
-	return nil
+	return first, nil
+}
+
+// dryRun makes p's write (server-side apply, or replace as resource-update
+// rules say) as a server-side dry run. A write that re-creates the object
+// (a recreateFields field changed) is not tried: its live object would
+// refuse the change that the re-creation makes.
+func (k *Keeper) dryRun(ctx context.Context, c client.Client, p *plan) error {
+	strategy := k.policies.resourceUpdate(p.desired)
+	if p.live != nil && len(strategy.RecreateFields) > 0 {
+		if changed, err := changedField(p.desired, p.live, strategy.RecreateFields); err != nil || changed != "" {
+			return nil
+		}
+	}
+	obj := p.desired.DeepCopy()
+	if p.live != nil && strategy.Op == UpdateOpReplace {
+		obj.SetResourceVersion(p.live.GetResourceVersion())
+		return c.Update(ctx, obj, client.FieldOwner(FieldManager), client.DryRunAll)
+	}
+	if p.live != nil && p.shared {
+		obj.SetResourceVersion(p.live.GetResourceVersion())
+	}
+	return c.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership, client.DryRunAll)
 }
 
 // retainLive copies the values at paths from live into d; a path absent

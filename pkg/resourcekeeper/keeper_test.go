@@ -1,6 +1,7 @@
 package resourcekeeper
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 )
 
@@ -610,5 +612,44 @@ func withImage(img string) objMod {
 		if err := unstructured.SetNestedSlice(u.Object, cs, "spec", "template", "spec", "containers"); err != nil {
 			panic(err)
 		}
+	}
+}
+
+// TestNothingHalfApplied: when one object of an Apply cannot be written
+// as rendered (it does not match its kind's schema, or is invalid), no
+// other object of it is written either, and the error is terminal and
+// names the object.
+func TestNothingHalfApplied(t *testing.T) {
+	cases := []struct {
+		reason string
+		bad    func(app *v1beta1.Application) *unstructured.Unstructured
+		want   string
+	}{
+		{"a field of the wrong type (the API server's typed patch fails)", func(app *v1beta1.Application) *unstructured.Unstructured {
+			cm := configMap(app, 1, "cfg", "bad")
+			cm.Object["data"] = map[string]any{"x": int64(1)}
+			return cm
+		}, "applying ConfigMap"},
+		{"an invalid object", func(app *v1beta1.Application) *unstructured.Unstructured {
+			cm := configMap(app, 1, "cfg", "bad")
+			cm.Object["data"] = map[string]any{"not a key!": "v"}
+			return cm
+		}, "applying ConfigMap"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			f := newFixture(t)
+			app := f.app(fmt.Sprintf("half-%d", i))
+			k := f.keeper(app, 1)
+			for _, order := range [][]string{{"good", "bad"}, {"bad", "good"}} {
+				set := map[string]*unstructured.Unstructured{"good": configMap(app, 1, "cfg", "good"), "bad": tc.bad(app)}
+				err := k.Apply(f.ctx, "", objs(set[order[0]], set[order[1]]))
+				require.Error(t, err, "%v", order)
+				assert.Contains(t, err.Error(), tc.want, "%v", order)
+				assert.Contains(t, err.Error(), "bad", "the error names the object")
+				assert.True(t, errclass.IsTerminal(err), "%v: retrying the same objects cannot help: %v", order, err)
+				assert.Nil(t, f.get("v1", "ConfigMap", "good"), "%v: the good ConfigMap is not written", order)
+			}
+		})
 	}
 }
