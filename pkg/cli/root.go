@@ -3,21 +3,27 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
 
 // Exit codes shared by every command: 0 success, 1 user or validation error,
-// 2 runtime failure (cluster unreachable, a process failed, …).
+// 2 runtime failure (cluster unreachable, a process failed, …), 130 interrupted.
 const (
 	ExitOK         = 0
 	ExitUserError  = 1
 	ExitRuntimeErr = 2
+	// ExitInterrupted: stopped by Ctrl-C or SIGTERM (128 + SIGINT, as
+	// shells report it).
+	ExitInterrupted = 130
 )
 
 // UserError marks an error caused by the user's input (bad flags, invalid
@@ -82,10 +88,23 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 
 // Execute runs the CLI and returns the process exit code.
 func Execute(args []string) int {
-	root := NewRootCommand(os.Stdout, os.Stderr)
+	// Ctrl-C (or SIGTERM) cancels the context of every command: waits,
+	// watches and requests stop and the command returns.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return execute(ctx, args, os.Stdout, os.Stderr)
+}
+
+// execute runs the command line args with ctx and returns its exit code.
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := NewRootCommand(stdout, stderr)
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "Error:", err)
+	if err := root.ExecuteContext(ctx); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "Interrupted.")
+			return ExitInterrupted
+		}
+		fmt.Fprintln(stderr, "Error:", err)
 		var ue *UserError
 		// cobra reports an unknown sub-command with a plain error.
 		if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
