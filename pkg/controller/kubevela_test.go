@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,11 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/revision"
 	"github.com/oamflow/oamflow/pkg/testing/corpus"
@@ -270,4 +274,66 @@ func TestUndecodableKubeVelaTracker(t *testing.T) {
 	assert.Equal(t, web.Generation, after.Generation, "nothing is applied")
 	assert.Equal(t, web.Spec.Replicas, after.Spec.Replicas)
 	assert.True(t, hasFinalizer(h.get(app), v1beta1.FinalizerResourceTracker), "not adopted")
+}
+
+// flakyKeeper fails Apply of objects named fail while failing is set.
+type flakyKeeper struct {
+	Keeper
+	failing *atomic.Bool
+	fail    string
+}
+
+func (k *flakyKeeper) Apply(ctx context.Context, cluster string, objs []*unstructured.Unstructured) error {
+	for _, o := range objs {
+		if k.failing.Load() && o.GetName() == k.fail {
+			return fmt.Errorf("injected failure applying %s", o.GetName())
+		}
+	}
+	return k.Keeper.Apply(ctx, cluster, objs)
+}
+
+// TestInterruptedAdoptionResumes: an adoption that fails midway leaves
+// KubeVela's finalizer (the mark) and says why in Adopted; the next
+// reconcile starts over and finishes, re-creating nothing.
+func TestInterruptedAdoptionResumes(t *testing.T) {
+	var failing atomic.Bool
+	keepers := KeeperFactoryFn(func(app *v1beta1.Application, n int64, p resourcekeeper.Policies) (Keeper, error) {
+		c := env(t).Client
+		k, err := resourcekeeper.New(app, n, resourcekeeper.Options{Clients: multicluster.HubOnly{Hub: c}, Trackers: c, Policies: p})
+		if err != nil {
+			return nil, err
+		}
+		return &flakyKeeper{Keeper: k, failing: &failing, fail: "worker"}, nil
+	})
+	h := newHarness(t, harnessOpt{with: []Option{WithKeepers(keepers)}})
+	app := h.app("midway", exampleApp)
+	h.until(app, true, 60*time.Second, phaseIs(common.ApplicationRunning))
+	uids := map[string]types.UID{}
+	for _, name := range []string{"web", "worker"} {
+		d, ok := h.deployment(name)
+		require.True(t, ok)
+		uids[name] = d.UID
+	}
+	h.asKubeVelas(app)
+
+	failing.Store(true)
+	_, err := h.reconcile(app)
+	require.ErrorContains(t, err, "injected failure")
+	got := h.get(app)
+	cond := meta.FindStatusCondition(got.Status.Conditions, common.ConditionAdopted)
+	require.NotNil(t, cond)
+	assert.Equal(t, common.ReasonAdoptionFailed, cond.Reason)
+	assert.Contains(t, cond.Message, `adopting component "worker"`)
+	assert.True(t, hasFinalizer(got, v1beta1.FinalizerResourceTracker), "still marked: the next reconcile starts over")
+
+	failing.Store(false)
+	got = h.until(app, true, 30*time.Second, func(a *v1beta1.Application) bool {
+		return !hasFinalizer(a, v1beta1.FinalizerResourceTracker)
+	})
+	assert.Equal(t, common.ReasonAdoptedFromKubeVela, meta.FindStatusCondition(got.Status.Conditions, common.ConditionAdopted).Reason)
+	for name, uid := range uids {
+		d, ok := h.deployment(name)
+		require.True(t, ok)
+		assert.Equal(t, uid, d.UID, "%s is not re-created", name)
+	}
 }
