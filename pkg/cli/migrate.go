@@ -350,7 +350,8 @@ func (o *migrateOptions) checkApp(ctx context.Context, c client.Client, clients 
 		unsupported("%v (oamflow leaves this Application untouched until it is repaired or deleted)", err)
 		return r, nil
 	}
-	if err := o.preview(ctx, app, af, latest.Name, k, &r); err != nil {
+	resolver, _ := clients.(render.ClusterResolver)
+	if err := o.preview(ctx, app, af, latest.Name, k, resolver, &r); err != nil {
 		return r, err
 	}
 	if r.verdict == verdictAdoptable && len(r.changes) > 0 {
@@ -362,29 +363,16 @@ func (o *migrateOptions) checkApp(ctx context.Context, c client.Client, clients 
 // preview renders every service of app's status where it runs (as the
 // controller's adoption does) and compares what applying it would make of
 // each object with the object as it is.
-func (o *migrateOptions) preview(ctx context.Context, app *v1beta1.Application, af *appfile.AppFile, rev string, k *resourcekeeper.Keeper, r *appReport) error {
-	plans, err := render.PlanWorkflow(ctx, af, nil)
-	if err != nil {
-		plans = nil
-	}
-	for _, svc := range app.Status.Services {
-		comp := af.Component(svc.Name)
-		if comp == nil {
-			continue
-		}
-		if len(comp.Inputs) > 0 || comp.Pending {
+func (o *migrateOptions) preview(ctx context.Context, app *v1beta1.Application, af *appfile.AppFile, rev string, k *resourcekeeper.Keeper, resolver render.ClusterResolver, r *appReport) error {
+	pls, _ := render.ServicePlacements(ctx, af, app.Status.Services, resolver)
+	for _, pl := range pls {
+		svc := pl.Service
+		if comp := af.Component(svc.Name); len(comp.Inputs) > 0 || comp.Pending {
 			r.changes = append(r.changes, fmt.Sprintf("component %q takes workflow inputs: not rendered here; oamflow adopts it at its next workflow run", svc.Name))
 			continue
 		}
-		taf := af
-		if t := render.TargetAppFile(plans, svc.Cluster, svc.Namespace, svc.Name); t != nil {
-			taf = t
-		}
-		opts := render.Options{AppRevision: rev, Cluster: svc.Cluster}
-		if svc.Namespace != af.Namespace {
-			opts.Namespace = svc.Namespace
-		}
-		res, err := render.RenderComponent(ctx, taf, svc.Name, opts)
+		opts := render.Options{AppRevision: rev, Cluster: pl.Cluster, Namespace: pl.Namespace}
+		res, err := render.RenderComponent(ctx, pl.AppFile, svc.Name, opts)
 		if err != nil {
 			r.verdict = verdictUnsupported
 			r.reasons = append(r.reasons, fmt.Sprintf("component %q does not render with oamflow: %v", svc.Name, err))

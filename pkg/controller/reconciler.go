@@ -817,30 +817,23 @@ type placement struct {
 }
 
 // placements pairs each service of the status whose component is in the
-// revision with where it was deployed: each service is rendered for its
-// deploy target, override policies applied.
+// revision with where it was deployed (render.ServicePlacements) and the
+// Deployer rendering it there.
 func (r *Reconciler) placements(ctx context.Context, s *scope) []placement {
 	base := r.deployer(s)
-	plans, planErr := render.PlanWorkflow(ctx, s.af, r.resolver)
+	pls, planErr := render.ServicePlacements(ctx, s.af, s.app.Status.Services, r.resolver)
 	if planErr != nil {
 		s.log.V(1).Info("services are rendered with the Application's own properties", "reason", planErr.Error())
 	}
-	var out []placement
-	for _, svc := range s.app.Status.Services {
-		if s.af.Component(svc.Name) == nil {
-			continue
-		}
-		req := workflow.ComponentRequest{Name: svc.Name, Cluster: svc.Cluster}
-		if svc.Namespace != s.af.Namespace {
-			req.Namespace = svc.Namespace
-		}
+	out := make([]placement, 0, len(pls))
+	for _, p := range pls {
 		d := base
-		if af := render.TargetAppFile(plans, svc.Cluster, svc.Namespace, svc.Name); af != nil {
+		if p.AppFile != s.af {
 			td := *base
-			td.af = af
+			td.af = p.AppFile
 			d = &td
 		}
-		out = append(out, placement{svc: svc, req: req, d: d})
+		out = append(out, placement{svc: p.Service, req: workflow.ComponentRequest{Name: p.Service.Name, Cluster: p.Cluster, Namespace: p.Namespace}, d: d})
 	}
 	return out
 }

@@ -507,3 +507,41 @@ func TargetAppFile(plans []Plan, cluster, namespace, component string) *appfile.
 	}
 	return nil
 }
+
+// ServicePlacement is one service of an Application's status with where it runs
+// and the AppFile it is rendered from there (see ServicePlacements).
+type ServicePlacement struct {
+	Service common.ApplicationComponentStatus
+	// Cluster is the service's cluster ("" or "local": the hub).
+	Cluster string
+	// Namespace is the service's namespace when it is not the
+	// Application's, else "".
+	Namespace string
+	// AppFile is the deploy target's AppFile there (override policies
+	// applied), else the Application's own.
+	AppFile *appfile.AppFile
+}
+
+// ServicePlacements pairs every service of services (an Application's
+// status.services, what its workflow deployed) whose component af still
+// has with where it runs, so that it is rendered — health checks,
+// adoption, migrate's comparison — as it was deployed there. When the
+// workflow cannot be planned (planErr, e.g. clusters that cannot be
+// resolved), each service is rendered from af itself.
+func ServicePlacements(ctx context.Context, af *appfile.AppFile, services []common.ApplicationComponentStatus, resolver ClusterResolver) (out []ServicePlacement, planErr error) {
+	plans, planErr := PlanWorkflow(ctx, af, resolver)
+	for _, svc := range services {
+		if af.Component(svc.Name) == nil {
+			continue
+		}
+		p := ServicePlacement{Service: svc, Cluster: svc.Cluster, AppFile: af}
+		if svc.Namespace != af.Namespace {
+			p.Namespace = svc.Namespace
+		}
+		if t := TargetAppFile(plans, svc.Cluster, svc.Namespace, svc.Name); t != nil {
+			p.AppFile = t
+		}
+		out = append(out, p)
+	}
+	return out, planErr
+}
