@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
@@ -123,11 +124,56 @@ func resolveSteps(ctx context.Context, af *AppFile, invalid *InvalidError) error
 		if err := check(path, s); err != nil {
 			return err
 		}
+		if !af.Workflow.Default {
+			checkStepReferences(af, fmt.Sprintf("spec.workflow.steps[%d]", i), s, invalid)
+		}
 		for j, sub := range s.SubSteps {
 			if err := check(fmt.Sprintf("spec.workflow.steps[%d].subSteps[%d].type", i, j), sub); err != nil {
 				return err
 			}
+			checkStepReferences(af, fmt.Sprintf("spec.workflow.steps[%d].subSteps[%d]", i, j), sub, invalid)
 		}
 	}
 	return nil
+}
+
+// checkStepReferences records, for the built-in steps that name parts of
+// the Application, the names that are not there: an apply-component
+// step's component, a deploy step's policies. A name given by the step's
+// inputs (absent here) is checked when the step runs.
+func checkStepReferences(af *AppFile, at string, s *WorkflowStep, invalid *InvalidError) {
+	subject := fmt.Sprintf("workflow step %q", s.Name)
+	switch s.Type {
+	case StepTypeApplyComponent:
+		if name, ok := s.Properties["component"].(string); ok && af.Component(name) == nil {
+			names := make([]string, 0, len(af.Components))
+			for _, c := range af.Components {
+				names = append(names, c.Name)
+			}
+			invalid.Errors = append(invalid.Errors, FieldError{Path: at + ".properties.component", Subject: subject,
+				Message: fmt.Sprintf("unknown component %q (the Application's components: %s)", name, listOrNone(names))})
+		}
+	case StepTypeDeploy:
+		list, _ := s.Properties["policies"].([]any)
+		for k, v := range list {
+			name, ok := v.(string)
+			if !ok || af.Policy(name) != nil {
+				continue
+			}
+			names := make([]string, 0, len(af.Policies))
+			for _, p := range af.Policies {
+				names = append(names, p.Name)
+			}
+			invalid.Errors = append(invalid.Errors, FieldError{Path: fmt.Sprintf("%s.properties.policies[%d]", at, k), Subject: subject,
+				Message: fmt.Sprintf("unknown policy %q (the Application's policies: %s)", name, listOrNone(names))})
+		}
+	}
+}
+
+// listOrNone joins names with ", ", or says "none".
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

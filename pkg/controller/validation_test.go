@@ -98,6 +98,27 @@ workflow:
 			},
 		},
 		{
+			reason: "workflow steps naming a component or a policy the Application does not have",
+			name:   "steps",
+			spec: `
+components:
+- {name: web, type: webservice, properties: {image: nginx}}
+policies:
+- {name: here, type: topology, properties: {clusters: [local]}}
+workflow:
+  steps:
+  - {name: a, type: apply-component, properties: {component: wbe}}
+  - name: g
+    type: step-group
+    subSteps:
+    - {name: b, type: deploy, properties: {policies: [here, hree]}}
+`,
+			invalid: []string{
+				`spec.workflow.steps[0].properties.component: unknown component "wbe" (the Application's components: web) (workflow step "a")`,
+				`spec.workflow.steps[1].subSteps[0].properties.policies[1]: unknown policy "hree" (the Application's policies: here) (workflow step "b")`,
+			},
+		},
+		{
 			reason: "a trait outside its appliesToWorkloads is a warning, and the app is deployed",
 			name:   "warned",
 			spec: `
