@@ -216,6 +216,10 @@ func (p *parser) checkProperties(path string, d *Definition, props map[string]an
 		// The definition is at fault, not the properties: report it where
 		// the type names it, as a definition that cannot be read is.
 		typePath := strings.TrimSuffix(path, ".properties") + ".type"
+		if errors.Is(err, cuex.ErrBusy) {
+			// Neither the definition's fault nor the properties': retried.
+			return false, err
+		}
 		if errors.Is(err, cuex.ErrTimeout) {
 			// Not a compile error: retried after a while (cuex.Limits.Timeout).
 			p.errorf(typePath, "%s definition %q cannot be used: compiling it timed out: %v", d.Kind, d.Name, err)
@@ -228,6 +232,9 @@ func (p *parser) checkProperties(path string, d *Definition, props map[string]an
 		return false, nil
 	}
 	res, err := p.af.Engine.CheckParameter(p.ctx, t, props, cctx, supplied)
+	if errors.Is(err, cuex.ErrBusy) {
+		return false, err
+	}
 	if err != nil {
 		var ce *cuex.Error
 		var ces cuex.Errors

@@ -69,6 +69,10 @@ type Options struct {
 	// Budgets bound each Application (appfile.Budgets; zero: the defaults),
 	// as the webhook's do.
 	Budgets appfile.Budgets
+	// Abandoned counts the workers' timed-out CUE evaluations still
+	// running (cuex.WithAbandoned; shared with the webhook by the manager;
+	// nil: each worker's engine counts its own).
+	Abandoned *cuex.Abandoned
 	// Tenancy says who the controller acts as for each Application and
 	// where it may act (package tenancy); the zero value is single-tenant
 	// mode, as before tenancy existed.
@@ -201,7 +205,7 @@ func New(c, direct client.Client, recorder record.EventRecorder, wf WorkflowRunn
 	}
 	r.engines = make(chan *cuex.Engine, opts.Concurrency)
 	for i := 0; i < opts.Concurrency; i++ {
-		r.engines <- cuex.NewEngine()
+		r.engines <- cuex.NewEngine(cuex.WithAbandoned(opts.Abandoned))
 	}
 	return r
 }

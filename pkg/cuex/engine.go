@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cuelang.org/go/cue"
@@ -76,14 +77,28 @@ type Option func(*Engine)
 // WithLimits sets the evaluation limits.
 func WithLimits(l Limits) Option { return func(e *Engine) { e.limits = l.withDefaults() } }
 
+// WithAbandoned shares a with other Engines: their timed-out evaluations
+// still running count together (default: the Engine's own, allowing
+// DefaultMaxAbandoned).
+func WithAbandoned(a *Abandoned) Option {
+	return func(e *Engine) {
+		if a != nil {
+			e.abandoned = a
+		}
+	}
+}
+
 // Engine compiles CUE sources once per content hash and evaluates them under
 // the Engine's limits.
 type Engine struct {
 	mu     sync.Mutex
 	limits Limits
-	gen    int // incremented when the CUE context is replaced
-	cctx   *cue.Context
-	cache  map[string]*Template
+	// abandoned counts timed-out evaluations still running (shared by
+	// the Engines of a process with WithAbandoned).
+	abandoned *Abandoned
+	gen       int // incremented when the CUE context is replaced
+	cctx      *cue.Context
+	cache     map[string]*Template
 	// failed remembers sources whose compiling (input-independent) timed
 	// out or panicked; evaluations with fills are never remembered here.
 	failed map[string]failure
@@ -144,6 +159,9 @@ func NewEngine(opts ...Option) *Engine {
 	e := &Engine{limits: DefaultLimits, failed: map[string]failure{}, now: time.Now, memo: newLRU(DefaultMemoEntries), imports: map[string]*build.Instance{}, listFixes: map[string]map[int]bool{}}
 	for _, o := range opts {
 		o(e)
+	}
+	if e.abandoned == nil {
+		e.abandoned = NewAbandoned(0)
 	}
 	e.resetLocked()
 	return e
@@ -335,7 +353,7 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 		file, fixed = rewriteListArithmetic(file, at)
 	}
 	cctx := e.cctx
-	if err := e.runLocked(context.Background(), src, key, true, func() error {
+	if err := e.runLocked(context.Background(), src, key, "", true, func() error {
 		var more []token.Pos
 		v, file, more = buildFixingListArithmetic(cctx, file, imports)
 		fixed = append(fixed, more...)
@@ -465,7 +483,7 @@ func (e *Engine) evalLocked(ctx context.Context, t *Template, fills map[string]a
 		}
 	}
 	// An evaluation fails for its fills (and fn) only: never remembered.
-	err := e.runLocked(ctx, t.src, t.key, false, func() error {
+	err := e.runLocked(ctx, t.src, t.key, vkey, false, func() error {
 		if cached {
 			return call(unified)
 		}
@@ -561,9 +579,33 @@ func fill(t *Template, fills map[string]any) (cue.Value, error) {
 // the goroutine and replaced. remember says fn does not depend on any
 // input (compiling key's source): its timeout or panic is then remembered
 // for key (see compileRetry); otherwise the error is this call's alone.
-func (e *Engine) runLocked(ctx context.Context, src Source, key string, remember bool, fn func() error) error {
+//
+// While the Engine's Abandoned counts as many timed-out evaluations still
+// running as it allows, nothing is started: the call fails with ErrBusy
+// (never remembered) and is retried by its caller.
+//
+// id names the evaluation (template and input) for Abandoned; "" is key.
+func (e *Engine) runLocked(ctx context.Context, src Source, key, id string, remember bool, fn func() error) error {
+	if id == "" {
+		id = key
+	}
+	self, n, full := e.abandoned.check(id)
+	if self {
+		return &Error{Source: src, Err: ErrTimeout, Message: fmt.Sprintf("evaluation did not finish within %s: the same evaluation, abandoned at its timeout earlier, is still running (CUE cannot be interrupted); it is not started again until that one ends", e.limits.Timeout)}
+	}
+	if full {
+		return &Error{Source: src, Err: ErrBusy, Message: fmt.Sprintf("not evaluated now: %d earlier evaluations that timed out are still running (CUE cannot be interrupted; at most %d may run); it is tried again later", n, e.abandoned.Max())}
+	}
+	// state: 0 running, 1 finished, 2 abandoned (counted in e.abandoned
+	// until the goroutine ends).
+	var state atomic.Int32
 	done := make(chan error, 1)
 	go func() {
+		defer func() {
+			if !state.CompareAndSwap(0, 1) {
+				e.abandoned.add(id, -1)
+			}
+		}()
 		var err error
 		if perr := safely(func() { err = fn() }); perr != nil {
 			err = &Error{Source: src, Message: "CUE evaluation panicked: " + perr.Error()}
@@ -572,6 +614,12 @@ func (e *Engine) runLocked(ctx context.Context, src Source, key string, remember
 		}
 		done <- err
 	}()
+	abandon := func() {
+		e.abandoned.add(id, 1)
+		if !state.CompareAndSwap(0, 2) {
+			e.abandoned.add(id, -1) // it finished meanwhile
+		}
+	}
 	timer := time.NewTimer(e.limits.Timeout)
 	defer timer.Stop()
 	select {
@@ -589,9 +637,11 @@ func (e *Engine) runLocked(ctx context.Context, src Source, key string, remember
 		if remember {
 			e.failed[key] = failure{err: err, until: e.now().Add(compileRetry)}
 		}
+		abandon()
 		e.resetLocked()
 		return err
 	case <-ctx.Done():
+		abandon()
 		e.resetLocked()
 		return fmt.Errorf("evaluating %s: %w", src, ctx.Err())
 	}

@@ -670,7 +670,7 @@ func (e *Engine) parameterTemplate(t *Template) *Template {
 	}
 	var v cue.Value
 	cctx := e.cctx
-	if err := e.runLocked(context.Background(), t.src, t.key, true, func() error {
+	if err := e.runLocked(context.Background(), t.src, t.key, "", true, func() error {
 		v = buildWith(cctx, t.paramsFile, t.imports)
 		return nil
 	}); err != nil || v.Err() != nil {

@@ -33,6 +33,7 @@ import (
 	"github.com/oamflow/oamflow/definitions"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/controller"
+	"github.com/oamflow/oamflow/pkg/cuex"
 	"github.com/oamflow/oamflow/pkg/egress"
 	"github.com/oamflow/oamflow/pkg/health"
 	"github.com/oamflow/oamflow/pkg/helm"
@@ -383,6 +384,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("building the workflow engine: %w", err)
 	}
+	// CUE cannot be interrupted: the workers and the webhook together let
+	// at most cuex.DefaultMaxAbandoned timed-out evaluations run on.
+	abandoned := cuex.NewAbandoned(0)
 	recorder := mgr.GetEventRecorderFor("oamflow-controller")
 	releases := resourcekeeper.NewHelmReleases(timed, resourcekeeper.WithReleaseEvents(recorder, mgr.GetClient()))
 	r := controller.New(mgr.GetClient(), direct, recorder, engine, o.SystemNamespace, builtins,
@@ -392,6 +396,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			UnhealthyRequeue: o.UnhealthyRequeuePeriod,
 			Concurrency:      o.Concurrency,
 			Budgets:          o.Budgets,
+			Abandoned:        abandoned,
 			Tenancy:          o.Tenancy,
 		},
 		append([]controller.Option{
@@ -415,7 +420,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		sources := oamwebhook.SourceFactoryFn(func(ns string) appfile.DefinitionSource {
 			return appfile.Chain(appfile.NewClusterSource(mgr.GetClient(), ns, o.SystemNamespace), builtins)
 		})
-		if err := setupWebhook(ctx, mgr, direct, certs, sources, clusters, o); err != nil {
+		if err := setupWebhook(ctx, mgr, direct, certs, sources, clusters, abandoned, o); err != nil {
 			return err
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/cuex"
 	oamwebhook "github.com/oamflow/oamflow/pkg/webhook"
 )
 
@@ -31,11 +32,12 @@ import (
 // registration waits until the webhook server answers; renewal, restoring
 // a registration that was deleted or changed, and the removal of a URL
 // registration on shutdown run with the manager.
-func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, certs *oamwebhook.CertHolder, sources oamwebhook.SourceFactory, topologies appfile.Clusters, o Options) error {
+func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, certs *oamwebhook.CertHolder, sources oamwebhook.SourceFactory, topologies appfile.Clusters, abandoned *cuex.Abandoned, o Options) error {
 	w := o.Webhook
 	srv := mgr.GetWebhookServer()
 	apps := oamwebhook.NewApplicationValidator(sources, topologies)
 	apps.Budgets = o.Budgets
+	apps.Abandoned = abandoned
 	apps.Identity = &oamwebhook.IdentityChecker{Tenancy: o.Tenancy, Reviews: direct}
 	srv.Register(oamwebhook.ApplicationPath, &admission.Webhook{Handler: apps})
 	srv.Register(oamwebhook.DefinitionPath, &admission.Webhook{Handler: oamwebhook.NewDefinitionValidator()})

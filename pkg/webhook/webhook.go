@@ -65,6 +65,10 @@ type ApplicationValidator struct {
 	Topologies appfile.Clusters
 	// Budgets bound each Application (appfile.Budgets; zero: the defaults).
 	Budgets appfile.Budgets
+	// Abandoned, when set, is shared by the engines reviews evaluate with
+	// (cuex.WithAbandoned): the controller's count of timed-out
+	// evaluations still running.
+	Abandoned *cuex.Abandoned
 	// Identity, when set, checks who the Application would act as
 	// (package tenancy) against the user writing it.
 	Identity *IdentityChecker
@@ -98,6 +102,9 @@ func (v *ApplicationValidator) Handle(ctx context.Context, req admission.Request
 		app.Namespace = req.Namespace
 	}
 	ctx = appfile.WithBudgets(ctx, v.Budgets)
+	if v.Abandoned != nil {
+		ctx = appfile.WithEngine(ctx, cuex.NewEngine(cuex.WithAbandoned(v.Abandoned)))
+	}
 	var old *v1beta1.Application
 	if req.Operation == admissionv1.Update {
 		if app.DeletionTimestamp != nil {
