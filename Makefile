@@ -10,6 +10,7 @@ GO          ?= go
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X github.com/oamflow/oamflow/pkg/cli.Version=$(VERSION)
 CONTROLLER_GEN := $(BIN)/controller-gen
+GOLANGCI_LINT  := $(BIN)/golangci-lint
 CRD_DIR     := charts/oamflow/crds
 # Packages whose tests need no build tag; e2e tests carry the `e2e` tag.
 PKGS        ?= ./...
@@ -39,12 +40,16 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs (charts/oamflow/cr
 	$(GO) run ./hack/clidoc -readme README.md
 
 .PHONY: verify
-verify: $(CONTROLLER_GEN) ## Fail if generated files or formatting drift from the sources.
+verify: $(CONTROLLER_GEN) $(GOLANGCI_LINT) ## Fail if generated files, formatting, go.mod or lint drift from the sources; and on import-rule breaks.
 	@hack/verify.sh
 
 .PHONY: fmt
 fmt: ## Format Go sources.
 	$(GO) fmt ./...
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint (version pinned in hack/tools/golangci-lint) with .golangci.yml.
+	$(GOLANGCI_LINT) run ./...
 
 .PHONY: vet
 vet: ## Run go vet (including e2e files).
@@ -66,6 +71,10 @@ k8s-binaries: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sched
 helm: $(BIN)/helm ## Build the helm CLI of the Helm SDK version oamflow uses into bin/helm.
 $(BIN)/helm: hack/tools/helm/go.mod
 	cd hack/tools/helm && $(GO) build -o $(BIN)/helm helm.sh/helm/v3/cmd/helm
+
+# The first build on a fresh machine takes a few minutes (see CONTRIBUTING.md); bin/ caches it.
+$(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod
+	cd hack/tools/golangci-lint && $(GO) build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod
 	cd hack/tools/controller-gen && $(GO) build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen

@@ -231,7 +231,7 @@ spec:
 				}
 				err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
 				if !apierrors.IsNotFound(err) {
-					return false, fmt.Errorf("%s still there (%v)", name, err)
+					return false, fmt.Errorf("%s still there (%w)", name, err)
 				}
 			}
 			return true, nil

@@ -352,7 +352,7 @@ spec:
 		framework.WaitFor(t, 3*time.Minute, "everywhere-cfg is gone from every cluster", func(ctx context.Context) (bool, error) {
 			for _, c := range env.Clusters {
 				if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "everywhere-cfg"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
-					return false, fmt.Errorf("%s: %v", c.Name, err)
+					return false, fmt.Errorf("%s: %w", c.Name, err)
 				}
 			}
 			return true, nil
@@ -424,7 +424,7 @@ func mcWaitRunningGeneration(t *testing.T, c client.Client, key client.ObjectKey
 	framework.WaitFor(t, timeout, fmt.Sprintf("Application %s running its latest spec", key), func(ctx context.Context) (bool, error) {
 		a := &v1beta1.Application{}
 		if err := c.Get(ctx, key, a); err != nil {
-			return false, fmt.Errorf("%v (before: %v)", err, last)
+			return false, fmt.Errorf("%w (before: %w)", err, last)
 		}
 		ok := a.Status.ObservedGeneration == a.Generation && a.Status.Phase == common.ApplicationRunning
 		last = fmt.Errorf("generation %d observed %d, phase %q, workflow %s", a.Generation, a.Status.ObservedGeneration, a.Status.Phase, mcWorkflowSummary(a))

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fails when generated code (deepcopy, CRDs, the chart's definitions and
 # values table, the CLI reference in README.md) differs from what the API types and definitions produce,
-# when Go files are not gofmt-formatted, or when go.mod/go.sum are not tidy. Read-only: the generated files
+# when Go files are not gofmt-formatted, when go.mod/go.sum are not tidy, when the CLI binary depends
+# (even indirectly) on the controller, the workflow engine or Helm's actions, or when golangci-lint
+# (.golangci.yml) reports anything. Read-only: the generated files
 # are put back as they were, so run 'make generate' to update them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +32,24 @@ fi
 if ! tidy=$(go mod tidy -diff 2>&1); then
   echo "go.mod/go.sum are not tidy; run 'go mod tidy' and commit the result:" >&2
   echo "$tidy" | head -n 40 >&2
+  status=1
+fi
+for mod in hack/tools/golangci-lint; do
+  if ! tidy=$(cd "$mod" && go mod tidy -diff 2>&1); then
+    echo "$mod/go.mod is not tidy; run 'go mod tidy' there and commit the result:" >&2
+    echo "$tidy" | head -n 40 >&2
+    status=1
+  fi
+done
+# depguard (.golangci.yml) sees direct imports only; the CLI must not reach these through another package either.
+forbidden=$(go list -deps ./cmd/oamflow | grep -E '^(github\.com/oamflow/oamflow/pkg/(manager|workflow)(/.*)?|helm\.sh/helm/v3/pkg/action|github\.com/kubevela/workflow/pkg(/.*)?)$' || true)
+if [ -n "$forbidden" ]; then
+  echo "the CLI (cmd/oamflow) depends on packages it must not (controller manager, workflow engine, Helm actions):" >&2
+  echo "$forbidden" >&2
+  status=1
+fi
+if ! make --no-print-directory lint >&2; then
+  echo "golangci-lint found problems (see above); fix them or, with a reason, exclude them in .golangci.yml" >&2
   status=1
 fi
 exit $status

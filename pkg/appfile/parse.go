@@ -67,7 +67,6 @@ func (e *InvalidError) Error() string {
 
 // parser carries the state of one Parse.
 type parser struct {
-	ctx  context.Context
 	src  DefinitionSource
 	af   *AppFile
 	opts parseOptions
@@ -142,18 +141,18 @@ func Parse(ctx context.Context, app *v1beta1.Application, src DefinitionSource, 
 		Source:         src,
 	}
 	af.contextComponents = contextComponents(app.Spec.Components)
-	p := &parser{ctx: ctx, src: src, af: af}
+	p := &parser{src: src, af: af}
 	for _, o := range opts {
 		o(&p.opts)
 	}
 	p.checkName("metadata.name", app.Name, "application")
-	if err := p.components(app.Spec.Components); err != nil {
+	if err := p.components(ctx, app.Spec.Components); err != nil {
 		return nil, err
 	}
-	if err := p.policies(app.Spec.Policies); err != nil {
+	if err := p.policies(ctx, app.Spec.Policies); err != nil {
 		return nil, err
 	}
-	if err := p.workflow(app.Spec.Workflow); err != nil {
+	if err := p.workflow(ctx, app.Spec.Workflow); err != nil {
 		return nil, err
 	}
 	if len(p.errs) > 0 {
@@ -178,7 +177,7 @@ func (p *parser) checkName(path, name, what string) bool {
 }
 
 // resolve gets a definition; a missing one is a validation error at path.
-func (p *parser) resolve(path string, kind DefinitionKind, typ string) (*Definition, error) {
+func (p *parser) resolve(ctx context.Context, path string, kind DefinitionKind, typ string) (*Definition, error) {
 	if typ == "" {
 		p.errorf(path, "type is empty")
 		return nil, nil
@@ -187,7 +186,7 @@ func (p *parser) resolve(path string, kind DefinitionKind, typ string) (*Definit
 		p.errorf(path, "%v", err)
 		return nil, nil
 	}
-	d, err := p.src.Get(p.ctx, kind, typ)
+	d, err := p.src.Get(ctx, kind, typ)
 	if errors.Is(err, ErrDefinitionNotFound) {
 		p.errorf(path, "unknown %s type %q (no %s definition of that name)", kind, typ, kind)
 		return nil, nil
@@ -206,7 +205,7 @@ func (p *parser) resolve(path string, kind DefinitionKind, typ string) (*Definit
 // checkProperties validates props against d's parameter and records
 // errors under path. pending says a required property is missing that
 // supplied keys will fill.
-func (p *parser) checkProperties(path string, d *Definition, props map[string]any, cctx map[string]any, supplied []string) (pending bool, err error) {
+func (p *parser) checkProperties(ctx context.Context, path string, d *Definition, props map[string]any, cctx map[string]any, supplied []string) (pending bool, err error) {
 	text := d.Template()
 	if strings.TrimSpace(text) == "" {
 		return false, nil
@@ -231,7 +230,7 @@ func (p *parser) checkProperties(path string, d *Definition, props map[string]an
 	if !t.HasField("parameter") {
 		return false, nil
 	}
-	res, err := p.af.Engine.CheckParameter(p.ctx, t, props, cctx, supplied)
+	res, err := p.af.Engine.CheckParameter(ctx, t, props, cctx, supplied)
 	if errors.Is(err, cuex.ErrBusy) {
 		return false, err
 	}
@@ -470,7 +469,7 @@ func suppliedKeys(inputs []string) []string {
 
 // components checks spec.components. An Application without components
 // is valid (KubeVela accepts it: its workflow may do other things).
-func (p *parser) components(specs []common.ApplicationComponent) error {
+func (p *parser) components(ctx context.Context, specs []common.ApplicationComponent) error {
 	seen := map[string]int{}
 	defer func() { p.subject = "" }()
 	for i := range specs {
@@ -499,7 +498,7 @@ func (p *parser) components(specs []common.ApplicationComponent) error {
 			props = map[string]any{}
 		}
 		comp.Properties = props
-		def, err := p.resolve(path+".type", KindComponent, cs.Type)
+		def, err := p.resolve(ctx, path+".type", KindComponent, cs.Type)
 		if err != nil {
 			return err
 		}
@@ -516,7 +515,7 @@ func (p *parser) components(specs []common.ApplicationComponent) error {
 			if !p.opts.overridden {
 				supplied = append(supplied, overrideSupplied(p.af.App.Spec.Policies, cs)...)
 			}
-			pending, err := p.checkProperties(path+".properties", def, props, cctx, supplied)
+			pending, err := p.checkProperties(ctx, path+".properties", def, props, cctx, supplied)
 			if err != nil {
 				return err
 			}
@@ -532,7 +531,7 @@ func (p *parser) components(specs []common.ApplicationComponent) error {
 				p.errorf(fmt.Sprintf("%s.outputs[%d].name", path, j), "output name is empty")
 			}
 		}
-		if err := p.traits(path, comp, cs.Traits, cctx, p.subject); err != nil {
+		if err := p.traits(ctx, path, comp, cs.Traits, cctx, p.subject); err != nil {
 			return err
 		}
 		p.subject = ""
@@ -553,7 +552,7 @@ func traitSubject(component, typ string) string {
 	return fmt.Sprintf("%s, trait %q", component, typ)
 }
 
-func (p *parser) traits(path string, comp *Component, specs []common.ApplicationTrait, cctx map[string]any, compSubject string) error {
+func (p *parser) traits(ctx context.Context, path string, comp *Component, specs []common.ApplicationTrait, cctx map[string]any, compSubject string) error {
 	for j := range specs {
 		ts := &specs[j]
 		tpath := fmt.Sprintf("%s.traits[%d]", path, j)
@@ -563,7 +562,7 @@ func (p *parser) traits(path string, comp *Component, specs []common.Application
 			props = map[string]any{}
 		}
 		p.subject = traitSubject(compSubject, ts.Type)
-		def, err := p.resolve(tpath+".type", KindTrait, ts.Type)
+		def, err := p.resolve(ctx, tpath+".type", KindTrait, ts.Type)
 		if err != nil {
 			return err
 		}
@@ -572,7 +571,7 @@ func (p *parser) traits(path string, comp *Component, specs []common.Application
 		if def == nil {
 			continue
 		}
-		if _, err := p.checkProperties(tpath+".properties", def, props, cctx, nil); err != nil {
+		if _, err := p.checkProperties(ctx, tpath+".properties", def, props, cctx, nil); err != nil {
 			return err
 		}
 		spec := def.TraitSpec()
@@ -715,7 +714,7 @@ func AutoPolicyName(typ string, index int) string {
 	return fmt.Sprintf("%s-auto-gen-%d", typ, index)
 }
 
-func (p *parser) policies(specs []common.AppPolicy) error {
+func (p *parser) policies(ctx context.Context, specs []common.AppPolicy) error {
 	seen := map[string]int{}
 	defer func() { p.subject = "" }()
 	for i := range specs {
@@ -745,7 +744,7 @@ func (p *parser) policies(specs []common.AppPolicy) error {
 			p.errorf(path+".properties", "%v", err)
 			props = map[string]any{}
 		}
-		def, err := p.resolve(path+".type", KindPolicy, ps.Type)
+		def, err := p.resolve(ctx, path+".type", KindPolicy, ps.Type)
 		if err != nil {
 			return err
 		}
@@ -755,12 +754,12 @@ func (p *parser) policies(specs []common.AppPolicy) error {
 		pol := &Policy{Name: name, Type: ps.Type, Definition: def, Properties: props, Index: i}
 		p.af.Policies = append(p.af.Policies, pol)
 		if def != nil {
-			if _, err := p.checkProperties(path+".properties", def, props, p.validationContext(name), nil); err != nil {
+			if _, err := p.checkProperties(ctx, path+".properties", def, props, p.validationContext(name), nil); err != nil {
 				return err
 			}
 		}
 		if ps.Type == PolicyOverride {
-			if err := p.overrideDefinitions(path, props); err != nil {
+			if err := p.overrideDefinitions(ctx, path, props); err != nil {
 				return err
 			}
 		}
@@ -774,11 +773,11 @@ func (p *parser) policies(specs []common.AppPolicy) error {
 // definitions, which the deploy steps render the overridden components
 // with. The properties themselves are checked on each deploy target's
 // overridden copy.
-func (p *parser) overrideDefinitions(path string, props map[string]any) error {
+func (p *parser) overrideDefinitions(ctx context.Context, path string, props map[string]any) error {
 	for i, e := range OverrideEntries(props) {
 		epath := fmt.Sprintf("%s.properties.components[%d]", path, i)
 		if e.Type != "" {
-			if _, err := p.resolve(epath+".type", KindComponent, e.Type); err != nil {
+			if _, err := p.resolve(ctx, epath+".type", KindComponent, e.Type); err != nil {
 				return err
 			}
 		}
@@ -788,7 +787,7 @@ func (p *parser) overrideDefinitions(path string, props map[string]any) error {
 			if disable, _ := tm["disable"].(bool); disable || typ == "" {
 				continue
 			}
-			if _, err := p.resolve(fmt.Sprintf("%s.traits[%d].type", epath, j), KindTrait, typ); err != nil {
+			if _, err := p.resolve(ctx, fmt.Sprintf("%s.traits[%d].type", epath, j), KindTrait, typ); err != nil {
 				return err
 			}
 		}

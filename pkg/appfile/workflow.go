@@ -1,6 +1,7 @@
 package appfile
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 // workflow validates spec.workflow, or builds the default workflow: one
 // apply-component step per component (DAG over dependsOn), or, when the
 // app has topology or override policies, a single deploy step using them.
-func (p *parser) workflow(wf *common.Workflow) error {
+func (p *parser) workflow(ctx context.Context, wf *common.Workflow) error {
 	if wf == nil || (len(wf.Steps) == 0 && wf.Ref == "") {
 		p.af.Workflow = p.defaultWorkflow()
 		return nil
@@ -35,7 +36,7 @@ func (p *parser) workflow(wf *common.Workflow) error {
 	for i := range wf.Steps {
 		path := fmt.Sprintf("spec.workflow.steps[%d]", i)
 		ws := &wf.Steps[i]
-		step, err := p.step(path, &ws.WorkflowStepBase, seen)
+		step, err := p.step(ctx, path, &ws.WorkflowStepBase, seen)
 		if err != nil {
 			return err
 		}
@@ -47,7 +48,7 @@ func (p *parser) workflow(wf *common.Workflow) error {
 			p.errorf(path+".subSteps", "only steps of type %q have subSteps", StepTypeStepGroup)
 		}
 		for j := range ws.SubSteps {
-			sub, err := p.step(fmt.Sprintf("%s.subSteps[%d]", path, j), &ws.SubSteps[j], seen)
+			sub, err := p.step(ctx, fmt.Sprintf("%s.subSteps[%d]", path, j), &ws.SubSteps[j], seen)
 			if err != nil {
 				return err
 			}
@@ -73,7 +74,7 @@ func (p *parser) checkMode(path, mode string) {
 	}
 }
 
-func (p *parser) step(path string, ws *oamv1alpha1.WorkflowStepBase, seen map[string]string) (*WorkflowStep, error) {
+func (p *parser) step(ctx context.Context, path string, ws *oamv1alpha1.WorkflowStepBase, seen map[string]string) (*WorkflowStep, error) {
 	p.subject = ""
 	if ws.Name != "" {
 		p.subject = fmt.Sprintf("workflow step %q", ws.Name)
@@ -111,7 +112,7 @@ func (p *parser) step(path string, ws *oamv1alpha1.WorkflowStepBase, seen map[st
 	if ws.Type == StepTypeSuspend || ws.Type == StepTypeStepGroup {
 		return step, nil
 	}
-	def, err := p.resolve(path+".type", KindWorkflowStep, ws.Type)
+	def, err := p.resolve(ctx, path+".type", KindWorkflowStep, ws.Type)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +130,7 @@ func (p *parser) step(path string, ws *oamv1alpha1.WorkflowStepBase, seen map[st
 	cctx := p.validationContext(p.af.Name)
 	cctx["stepName"] = ws.Name
 	cctx["stepSessionID"] = ""
-	if _, err := p.checkProperties(path+".properties", def, props, cctx, suppliedKeys(keys)); err != nil {
+	if _, err := p.checkProperties(ctx, path+".properties", def, props, cctx, suppliedKeys(keys)); err != nil {
 		return nil, err
 	}
 	return step, nil

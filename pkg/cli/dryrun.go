@@ -580,7 +580,9 @@ func writeDocs(out io.Writer, docs []doc, format string) error {
 			return err
 		}
 		fmt.Fprintf(w, "---\n%s\n", d.header)
-		w.Write(b)
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
 	}
 	return w.Flush()
 }

@@ -24,23 +24,26 @@ users: [{name: u, user: {token: x}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 `), 0o600))
-	cancelled, cancel := context.WithCancel(context.Background())
-	cancel()
 	cases := []struct {
-		reason string
-		ctx    context.Context
-		args   []string
-		want   int
-		stderr string
+		reason      string
+		interrupted bool // the command's context is cancelled, as Ctrl-C does
+		args        []string
+		want        int
+		stderr      string
 	}{
-		{"an interrupted command exits 130", cancelled, []string{"ls", "--kubeconfig", kubeconfig}, ExitInterrupted, "Interrupted."},
-		{"the same failure without the signal is a runtime error", context.Background(), []string{"ls", "--kubeconfig", kubeconfig}, ExitRuntimeErr, "Error:"},
-		{"an unknown command is the user's error", context.Background(), []string{"no-such-command"}, ExitUserError, "unknown command"},
+		{"an interrupted command exits 130", true, []string{"ls", "--kubeconfig", kubeconfig}, ExitInterrupted, "Interrupted."},
+		{"the same failure without the signal is a runtime error", false, []string{"ls", "--kubeconfig", kubeconfig}, ExitRuntimeErr, "Error:"},
+		{"an unknown command is the user's error", false, []string{"no-such-command"}, ExitUserError, "unknown command"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.interrupted {
+				cancel()
+			}
 			var out, errOut bytes.Buffer
-			assert.Equal(t, tc.want, execute(tc.ctx, tc.args, &out, &errOut), errOut.String())
+			assert.Equal(t, tc.want, execute(ctx, tc.args, &out, &errOut), errOut.String())
 			assert.Contains(t, errOut.String(), tc.stderr)
 		})
 	}

@@ -89,11 +89,10 @@ func operationError(app *v1beta1.Application, err error) error {
 // updateWorkflowStatus applies op to status.workflow and stores it,
 // retrying when the controller wrote in between. nsGiven says whether ns
 // came from -n (getApp). Errors are appWriteError's.
-func updateWorkflowStatus(ctx context.Context, c client.Client, ns, name string, nsGiven bool, op func(*v1beta1.Application) error) (*v1beta1.Application, error) {
-	var app *v1beta1.Application
+func updateWorkflowStatus(ctx context.Context, c client.Client, ns, name string, nsGiven bool, op func(*v1beta1.Application) error) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var err error
-		if app, err = getApp(ctx, c, ns, name, nsGiven); err != nil {
+		app, err := getApp(ctx, c, ns, name, nsGiven)
+		if err != nil {
 			return err
 		}
 		if err := op(app); err != nil {
@@ -102,9 +101,9 @@ func updateWorkflowStatus(ctx context.Context, c client.Client, ns, name string,
 		return c.Status().Update(ctx, app)
 	})
 	if err != nil {
-		return nil, appWriteError(err, "updating the workflow status of", ns, name)
+		return appWriteError(err, "updating the workflow status of", ns, name)
 	}
-	return app, nil
+	return nil
 }
 
 func workflowOp(g *GlobalOptions, use, short, done string, op func(*common.WorkflowStatus) error) *cobra.Command {
@@ -118,7 +117,7 @@ func workflowOp(g *GlobalOptions, use, short, done string, op func(*common.Workf
 				return err
 			}
 			ns := g.ResolvedNamespace()
-			_, err = updateWorkflowStatus(cmd.Context(), c, ns, args[0], g.Namespace != "", func(app *v1beta1.Application) error {
+			err = updateWorkflowStatus(cmd.Context(), c, ns, args[0], g.Namespace != "", func(app *v1beta1.Application) error {
 				return op(app.Status.Workflow)
 			})
 			if err != nil {
@@ -150,7 +149,7 @@ func newWorkflowRestartCommand(g *GlobalOptions) *cobra.Command {
 			}
 			ctx, ns, name := cmd.Context(), g.ResolvedNamespace(), args[0]
 			if step != "" {
-				_, err := updateWorkflowStatus(ctx, c, ns, name, g.Namespace != "", func(app *v1beta1.Application) error {
+				err := updateWorkflowStatus(ctx, c, ns, name, g.Namespace != "", func(app *v1beta1.Application) error {
 					return workflowops.RestartFrom(app.Status.Workflow, workflowops.GraphOf(app), step)
 				})
 				if err != nil {

@@ -358,7 +358,7 @@ func TestExampleAppLifecycle(t *testing.T) {
 	h.update(app, func(a *v1beta1.Application) {
 		a.Spec.Components[0].Traits[0].Properties.Raw = []byte(`{"replicas":3}`)
 	})
-	got = h.until(app, true, 60*time.Second, func(a *v1beta1.Application) bool {
+	h.until(app, true, 60*time.Second, func(a *v1beta1.Application) bool {
 		return a.Status.LatestRevision.Name == "shop-v2" && a.Status.Phase == common.ApplicationRunning
 	})
 	web, _ = h.deployment("web")

@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -624,7 +625,7 @@ func (e *Engine) runLocked(ctx context.Context, src Source, key, id string, reme
 	defer timer.Stop()
 	select {
 	case err := <-done:
-		if p, ok := err.(*panicked); ok {
+		if p := (*panicked)(nil); errors.As(err, &p) {
 			if remember {
 				e.failed[key] = failure{err: p.err}
 			}

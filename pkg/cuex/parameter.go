@@ -350,10 +350,10 @@ func schemaText(v cue.Value) string {
 		return ""
 	}
 	k := v.IncompleteKind()
-	switch {
-	case k == cue.StructKind:
+	switch k {
+	case cue.StructKind:
 		return "an object"
-	case k == cue.ListKind:
+	case cue.ListKind:
 		return "a list"
 	}
 	s := exprText(v)
@@ -370,7 +370,7 @@ func exprText(v cue.Value) string {
 	n := v.Syntax(cue.Raw())
 	if b, err := format.Node(n); err == nil && strings.Contains(string(b), "#") {
 		// A reference to a definition (#Port) says little: show what it is.
-		if r := v.Syntax(cue.ResolveReferences(true)); r != nil {
+		if r := v.Syntax(cue.ResolveReferences(true)); r != nil { //nolint:staticcheck // SA1019: Syntax without it prints other "expected …" messages; replace once those are re-checked
 			if rb, err := format.Node(r); err == nil && !strings.Contains(string(rb), "let ") {
 				n = r
 			}

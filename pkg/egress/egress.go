@@ -109,7 +109,7 @@ func New(c Config) (*Policy, error) {
 		case strings.Contains(a, "/"):
 			pfx, err := netip.ParsePrefix(a)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("--%s: %q is not a CIDR: %v", FlagAllow, a, err))
+				errs = append(errs, fmt.Errorf("--%s: %q is not a CIDR: %w", FlagAllow, a, err))
 				continue
 			}
 			p.allowNets = append(p.allowNets, pfx.Masked())

@@ -14,7 +14,7 @@ func checkDeployment(obj *unstructured.Unstructured, ks *status.Result) Result {
 	if m, waiting := observing(obj); waiting {
 		return Result{Reason: ReasonProgressing, Message: m}
 	}
-	want := nestedIntDefault(obj, 1, "spec", "replicas")
+	want := nestedCount(obj, "spec", "replicas")
 	ready := nestedInt(obj, "status", "readyReplicas")
 	updated := nestedInt(obj, "status", "updatedReplicas")
 	available := nestedInt(obj, "status", "availableReplicas")

@@ -139,10 +139,12 @@ func nestedInt(obj *unstructured.Unstructured, fields ...string) int64 {
 	return v
 }
 
-func nestedIntDefault(obj *unstructured.Unstructured, def int64, fields ...string) int64 {
+// nestedCount reads a count that Kubernetes defaults to 1 when it is absent
+// (spec.replicas, spec.completions).
+func nestedCount(obj *unstructured.Unstructured, fields ...string) int64 {
 	v, found, err := unstructured.NestedInt64(obj.Object, fields...)
 	if !found || err != nil {
-		return def
+		return 1
 	}
 	return v
 }

@@ -11,7 +11,7 @@ import (
 // failed when condition Failed=True; otherwise progressing. A running Job
 // is not healthy yet: the component it belongs to has not done its work.
 func checkJob(obj *unstructured.Unstructured, ks *status.Result) Result {
-	completions := nestedIntDefault(obj, 1, "spec", "completions")
+	completions := nestedCount(obj, "spec", "completions")
 	succeeded := nestedInt(obj, "status", "succeeded")
 	active := nestedInt(obj, "status", "active")
 	failed := nestedInt(obj, "status", "failed")

@@ -12,7 +12,7 @@ func checkReplicaSet(obj *unstructured.Unstructured, ks *status.Result) Result {
 	if m, waiting := observing(obj); waiting {
 		return Result{Reason: ReasonProgressing, Message: m}
 	}
-	want := nestedIntDefault(obj, 1, "spec", "replicas")
+	want := nestedCount(obj, "spec", "replicas")
 	ready := nestedInt(obj, "status", "readyReplicas")
 	available := nestedInt(obj, "status", "availableReplicas")
 	msg := fmt.Sprintf("Ready:%d/%d", ready, want)

@@ -16,7 +16,7 @@ func checkStatefulSet(obj *unstructured.Unstructured, ks *status.Result) Result 
 	if m, waiting := observing(obj); waiting {
 		return Result{Reason: ReasonProgressing, Message: m}
 	}
-	want := nestedIntDefault(obj, 1, "spec", "replicas")
+	want := nestedCount(obj, "spec", "replicas")
 	ready := nestedInt(obj, "status", "readyReplicas")
 	updated := nestedInt(obj, "status", "updatedReplicas")
 	partition, hasPartition, _ := unstructured.NestedInt64(obj.Object, "spec", "updateStrategy", "rollingUpdate", "partition")

@@ -19,7 +19,6 @@ type entry struct {
 	body     string
 	typeflag byte
 	link     string
-	size     int64 // header size when body is empty and size is set (a lie)
 }
 
 const validChartYAML = "apiVersion: v2\nname: crafted\nversion: 0.1.0\n"

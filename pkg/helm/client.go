@@ -328,7 +328,7 @@ func (c *Client) Ensure(ctx context.Context, req Request) (Result, error) {
 				fmt.Errorf("release %s/%s is %s (revision %d, %s old; recovery after %s): %w",
 					cur.Namespace, cur.Name, cur.Info.Status, cur.Version, age.Round(time.Second), grace, ErrOperationInProgress)
 		}
-		recovery, err = c.recoverPending(ctx, cfg, req, cur, age)
+		recovery, err = c.recoverPending(cfg, req, cur, age)
 		if err != nil {
 			return Result{Release: infoOf(cur), Recovery: recovery}, err
 		}
@@ -372,7 +372,7 @@ func (c *Client) Ensure(ctx context.Context, req Request) (Result, error) {
 // revision is rolled back to. Ensure then upgrades to the desired state
 // (Helm allows an upgrade over a failed release, so a stuck first install
 // is reinstalled that way).
-func (c *Client) recoverPending(ctx context.Context, cfg *action.Configuration, req Request, stuck *release.Release, age time.Duration) (string, error) {
+func (c *Client) recoverPending(cfg *action.Configuration, req Request, stuck *release.Release, age time.Duration) (string, error) {
 	from := stuck.Info.Status
 	stuck.Info.Status = release.StatusFailed
 	stuck.Info.Description = fmt.Sprintf("oamflow: marked failed after %s in %s", age.Round(time.Second), from)

@@ -84,9 +84,9 @@ func (f *Fetcher) Fetch(ctx context.Context, namespace string, spec ChartSpec) (
 	var ch *Chart
 	switch {
 	case strings.HasPrefix(spec.Source, "oci://"):
-		ch, err = f.fetchOCI(ctx, spec.Source, spec.Version, creds)
+		ch, err = f.fetchOCI(spec.Source, spec.Version, creds)
 	case strings.HasPrefix(spec.RepoURL, "oci://"):
-		ch, err = f.fetchOCI(ctx, strings.TrimSuffix(spec.RepoURL, "/")+"/"+spec.Source, spec.Version, creds)
+		ch, err = f.fetchOCI(strings.TrimSuffix(spec.RepoURL, "/")+"/"+spec.Source, spec.Version, creds)
 	case spec.RepoURL != "":
 		ch, err = f.fetchRepo(ctx, spec.RepoURL, spec.Source, spec.Version, creds)
 	case strings.HasPrefix(spec.Source, "http://") || strings.HasPrefix(spec.Source, "https://"):
@@ -167,7 +167,6 @@ func (f *Fetcher) fetchURL(ctx context.Context, u string, creds *credentials) (*
 
 func (f *Fetcher) fetchRepo(ctx context.Context, repoURL, name, version string, creds *credentials) (*Chart, error) {
 	base := strings.TrimSuffix(repoURL, "/")
-	ref := fmt.Sprintf("%s from repository %s", name, redacted(base))
 	raw, err := f.get(ctx, base+"/index.yaml", creds, true, maxIndexBytes, "read index of repository "+redacted(base))
 	if err != nil {
 		if errors.Is(err, ErrChartNotFound) {
@@ -190,7 +189,7 @@ func (f *Fetcher) fetchRepo(ctx context.Context, repoURL, name, version string, 
 	if len(cv.URLs) == 0 {
 		return nil, fmt.Errorf("chart %s-%s in repository %s has no download URL", name, cv.Version, redacted(base))
 	}
-	ref = fmt.Sprintf("%s-%s from repository %s", name, cv.Version, redacted(base))
+	ref := fmt.Sprintf("%s-%s from repository %s", name, cv.Version, redacted(base))
 	var want string
 	if cv.Digest != "" {
 		want = "sha256:" + strings.TrimPrefix(cv.Digest, "sha256:")
@@ -230,7 +229,7 @@ func redacted(u string) string {
 	return p.Redacted()
 }
 
-func (f *Fetcher) fetchOCI(ctx context.Context, source, version string, creds *credentials) (*Chart, error) {
+func (f *Fetcher) fetchOCI(source, version string, creds *credentials) (*Chart, error) {
 	ref := strings.TrimPrefix(source, "oci://")
 	if strings.Contains(ref[strings.LastIndex(ref, "/")+1:], ":") || strings.Contains(ref, "@") {
 		return nil, fmt.Errorf("chart.source %s: put the tag in chart.version, not in the reference", redacted(source))

@@ -169,7 +169,7 @@ func TestPanicInFetchIsAnError(t *testing.T) {
 }
 
 func TestSafely(t *testing.T) {
-	err := helmspec.Safely("op", func() error { var m map[string]int; m["x"] = 1; return nil })
+	err := helmspec.Safely("op", func() error { var m map[string]int; m["x"] = 1; return nil }) //nolint:staticcheck // SA5000: the nil-map write is the panic under test
 	require.ErrorIs(t, err, ErrHelmPanic)
 	assert.Contains(t, err.Error(), "op: helm panicked")
 	require.NoError(t, helmspec.Safely("op", func() error { return nil }))

@@ -60,7 +60,7 @@ func loadState(path string) (*state, error) {
 	}
 	var st state
 	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("state file %s is corrupt (%v): remove it; `oamflow local down` still stops the clusters it finds", path, err)
+		return nil, fmt.Errorf("state file %s is corrupt (%w): remove it; `oamflow local down` still stops the clusters it finds", path, err)
 	}
 	if st.Version != stateVersion {
 		return nil, fmt.Errorf("state file %s has version %d, this oamflow understands %d: run `oamflow local down` with the oamflow that wrote it, or remove the state directory", path, st.Version, stateVersion)

@@ -8,6 +8,7 @@ package render
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -415,7 +416,7 @@ func applyTrait(ctx context.Context, engine *cuex.Engine, c *appfile.Component, 
 }
 
 func patchErr(src cuex.Source, field string, err error) error {
-	if pe, ok := err.(*patchError); ok {
+	if pe := (*patchError)(nil); errors.As(err, &pe) {
 		path := field
 		if len(pe.path) > 0 {
 			path += "." + strings.Join(pe.path, ".")
@@ -501,11 +502,6 @@ func decodeOutputs(src cuex.Source, v cue.Value, field string) ([]string, map[st
 		objs[name] = m
 	}
 	return names, objs, nil
-}
-
-func stringField(m map[string]any, k string) string {
-	s, _ := m[k].(string)
-	return s
 }
 
 func baseType(t string) string {

@@ -193,7 +193,7 @@ func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj 
 
 	tracked := d.DeepCopy()
 	p.shared = k.policies.shared(d)
-	if live != nil && !(k.ownedByUs(live) && managedBy(live, FieldManager)) {
+	if live != nil && !(k.ownedByUs(live) && managedByUs(live)) {
 		ownerName, ownerNs := live.GetLabels()[v1beta1.LabelAppName], live.GetLabels()[v1beta1.LabelAppNamespace]
 		otherApp := ownerName != "" && !k.ownedByUs(live)
 		switch {

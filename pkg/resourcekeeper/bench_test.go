@@ -23,12 +23,12 @@ func BenchmarkStateKeepNoop(b *testing.B) {
 				list = append(list, deployment(app, 1, name, name), service(app, 1, name, name), configMap(app, 1, name, name))
 			}
 			k := f.keeper(app, 1)
-			require.NoError(b, k.Apply(f.ctx, "", list))
-			require.NoError(b, k.StateKeep(f.ctx))
+			require.NoError(b, k.Apply(f.t.Context(), "", list))
+			require.NoError(b, k.StateKeep(f.t.Context()))
 			f.counter.reset()
 			b.ResetTimer()
 			for b.Loop() {
-				if err := k.StateKeep(f.ctx); err != nil {
+				if err := k.StateKeep(f.t.Context()); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -68,12 +68,12 @@ func BenchmarkStateKeepHelmNoop(b *testing.B) {
 	f := newFixture(b)
 	app := f.app("bench")
 	k := f.helmKeeper(app, 1, NewHelmReleases(f.helmClient()))
-	require.NoError(b, k.Apply(f.ctx, "", objs(helmRelease(app, 1, "web", map[string]any{"message": "hi"}))))
-	require.NoError(b, k.StateKeep(f.ctx))
+	require.NoError(b, k.Apply(f.t.Context(), "", objs(helmRelease(app, 1, "web", map[string]any{"message": "hi"}))))
+	require.NoError(b, k.StateKeep(f.t.Context()))
 	f.counter.reset()
 	b.ResetTimer()
 	for b.Loop() {
-		if err := k.StateKeep(f.ctx); err != nil {
+		if err := k.StateKeep(f.t.Context()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -34,7 +34,7 @@ func TestApplyStampsTheMemberCluster(t *testing.T) {
 			clients := multicluster.ClusterClientsFn(func(context.Context, string) (client.Client, error) { return f.c, nil })
 			k, err := New(app, 1, Options{Clients: clients})
 			require.NoError(t, err)
-			require.NoError(t, k.Apply(f.ctx, c.cluster, objs(configMap(app, 1, "c", "cfg"))))
+			require.NoError(t, k.Apply(f.t.Context(), c.cluster, objs(configMap(app, 1, "c", "cfg"))))
 			live := f.get("v1", "ConfigMap", "cfg")
 			require.NotNil(t, live)
 			got, ok := live.GetLabels()[v1beta1.LabelAppCluster]
@@ -60,7 +60,7 @@ func TestConcurrentAppliesShareOneTracker(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = k.Apply(f.ctx, fmt.Sprintf("member-%d", i), objs(configMap(app, 1, "c", fmt.Sprintf("cfg-%d", i))))
+			errs[i] = k.Apply(f.t.Context(), fmt.Sprintf("member-%d", i), objs(configMap(app, 1, "c", fmt.Sprintf("cfg-%d", i))))
 		}()
 	}
 	wg.Wait()

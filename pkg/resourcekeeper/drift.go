@@ -110,17 +110,17 @@ func inSync(desired, live *unstructured.Unstructured) bool {
 	if h := appliedHash(live); h == "" || h != appliedHash(desired) {
 		return false
 	}
-	if !managedBy(live, FieldManager) {
+	if !managedByUs(live) {
 		return false
 	}
 	return contains(desired.Object, live.Object)
 }
 
-// managedBy reports whether manager owns fields of the main resource (not
-// only of a subresource).
-func managedBy(obj *unstructured.Unstructured, manager string) bool {
+// managedByUs reports whether FieldManager owns fields of the main resource
+// (not only of a subresource).
+func managedByUs(obj *unstructured.Unstructured) bool {
 	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == manager && mf.Subresource == "" &&
+		if mf.Manager == FieldManager && mf.Subresource == "" &&
 			(mf.Operation == metav1.ManagedFieldsOperationApply || mf.Operation == metav1.ManagedFieldsOperationUpdate) {
 			return true
 		}

@@ -24,8 +24,8 @@ func parseFieldPath(p string) ([]pathSegment, error) {
 	}
 	expectKey := true
 	for rest != "" {
-		switch {
-		case rest[0] == '.':
+		switch rest[0] {
+		case '.':
 			if expectKey {
 				return nil, fmt.Errorf("field path %q: unexpected '.'", p)
 			}
@@ -34,7 +34,7 @@ func parseFieldPath(p string) ([]pathSegment, error) {
 			if rest == "" {
 				return nil, fmt.Errorf("field path %q: ends with '.'", p)
 			}
-		case rest[0] == '[':
+		case '[':
 			end := strings.IndexByte(rest, ']')
 			if end < 0 {
 				return nil, fmt.Errorf("field path %q: missing ']'", p)

@@ -40,7 +40,7 @@ func (f *fixture) helmClient() *helm.Client {
 func (f *fixture) release(name string) helm.Health {
 	f.t.Helper()
 	c := helm.NewClient(helm.NewFactory(helm.SingleCluster(env.Config)), helm.NewFetcher(env.Client), env.Client)
-	h, err := c.StatusRelease(f.ctx, "", f.ns, name, nil)
+	h, err := c.StatusRelease(f.t.Context(), "", f.ns, name, nil)
 	require.NoError(f.t, err)
 	return h
 }
@@ -93,7 +93,7 @@ func TestHelmReleaseLifecycle(t *testing.T) {
 	}
 	k1 := f.helmKeeper(app, 1, first)
 	rel := helmRelease(app, 1, "web", map[string]any{"message": "hi"})
-	require.NoError(t, k1.Apply(f.ctx, "", objs(rel)))
+	require.NoError(t, k1.Apply(f.t.Context(), "", objs(rel)))
 	assert.True(t, trackedFirst, "the tracker entry is written before the install")
 
 	h := f.release("web")
@@ -114,7 +114,7 @@ func TestHelmReleaseLifecycle(t *testing.T) {
 	t.Run("applying the same values again makes no Helm revision and no write", func(t *testing.T) {
 		k := f.helmKeeper(app, 1, releases)
 		f.counter.reset()
-		require.NoError(t, k.Apply(f.ctx, "", objs(helmRelease(app, 1, "web", map[string]any{"message": "hi"}))))
+		require.NoError(t, k.Apply(f.t.Context(), "", objs(helmRelease(app, 1, "web", map[string]any{"message": "hi"}))))
 		assert.Zero(t, f.counter.writes.Load(), "writes to the API server")
 		assert.Equal(t, 1, f.release("web").Release.Revision)
 		assert.Len(t, f.helmSecrets("web"), 1, "one release record in Helm's Secret storage")
@@ -123,17 +123,17 @@ func TestHelmReleaseLifecycle(t *testing.T) {
 	t.Run("state keep of an unchanged release makes no write", func(t *testing.T) {
 		k := f.helmKeeper(app, 1, releases)
 		f.counter.reset()
-		require.NoError(t, k.StateKeep(f.ctx))
+		require.NoError(t, k.StateKeep(f.t.Context()))
 		assert.Zero(t, f.counter.writes.Load(), "writes to the API server")
 		assert.NotZero(t, f.counter.reads.Load(), "the release was read")
 		assert.Equal(t, 1, f.release("web").Release.Revision)
 	})
 
 	t.Run("state keep reinstalls a release uninstalled behind our back", func(t *testing.T) {
-		_, err := f.helmClient().Uninstall(f.ctx, "", f.ns, "web", helm.Options{})
+		_, err := f.helmClient().Uninstall(f.t.Context(), "", f.ns, "web", helm.Options{})
 		require.NoError(t, err)
 		require.Equal(t, helm.ReasonReleaseNotFound, f.release("web").Reason)
-		require.NoError(t, f.helmKeeper(app, 1, releases).StateKeep(f.ctx))
+		require.NoError(t, f.helmKeeper(app, 1, releases).StateKeep(f.t.Context()))
 		assert.Equal(t, "deployed", f.release("web").Release.Status)
 		assert.NotNil(t, f.get("v1", "ConfigMap", "web-config"))
 	})
@@ -144,10 +144,10 @@ func TestHelmReleaseLifecycle(t *testing.T) {
 
 	t.Run("changed values upgrade the release", func(t *testing.T) {
 		k2 := f.helmKeeper(app, 2, releases)
-		require.NoError(t, k2.Apply(f.ctx, "", objs(helmRelease(app, 2, "web", map[string]any{"message": "bye"}))))
+		require.NoError(t, k2.Apply(f.t.Context(), "", objs(helmRelease(app, 2, "web", map[string]any{"message": "bye"}))))
 		assert.Equal(t, base+1, f.release("web").Release.Revision)
 		assert.Equal(t, "bye", f.get("v1", "ConfigMap", "web-config").Object["data"].(map[string]any)["message"])
-		done, err := k2.GarbageCollect(f.ctx)
+		done, err := k2.GarbageCollect(f.t.Context())
 		require.NoError(t, err)
 		assert.True(t, done)
 		assert.Equal(t, "deployed", f.release("web").Release.Status, "a release the new revision still tracks is kept")
@@ -156,8 +156,8 @@ func TestHelmReleaseLifecycle(t *testing.T) {
 
 	t.Run("garbage collection after the component is dropped uninstalls the release", func(t *testing.T) {
 		k3 := f.helmKeeper(app, 3, releases)
-		require.NoError(t, k3.Apply(f.ctx, "", objs(configMap(app, 3, "other", "other"))))
-		done, err := k3.GarbageCollect(f.ctx)
+		require.NoError(t, k3.Apply(f.t.Context(), "", objs(configMap(app, 3, "other", "other"))))
+		done, err := k3.GarbageCollect(f.t.Context())
 		require.NoError(t, err)
 		assert.True(t, done)
 		assert.Equal(t, helm.ReasonReleaseNotFound, f.release("web").Reason)
@@ -197,18 +197,18 @@ func TestHelmReleaseCollection(t *testing.T) {
 			f := newFixture(t)
 			app := f.app("store")
 			releases := NewHelmReleases(f.helmClient())
-			require.NoError(t, f.helmKeeper(app, 1, releases, tc.policies).Apply(f.ctx, "", objs(helmRelease(app, 1, "web", nil))))
+			require.NoError(t, f.helmKeeper(app, 1, releases, tc.policies).Apply(f.t.Context(), "", objs(helmRelease(app, 1, "web", nil))))
 			require.Equal(t, "deployed", f.release("web").Release.Status)
 
 			if tc.appDelete {
-				done, err := f.helmKeeper(app, 1, releases, tc.policies).Delete(f.ctx)
+				done, err := f.helmKeeper(app, 1, releases, tc.policies).Delete(f.t.Context())
 				require.NoError(t, err)
 				assert.True(t, done)
 				assert.Nil(t, f.tracker(VersionedTrackerName("store", f.ns, 1)))
 			} else {
 				k2 := f.helmKeeper(app, 2, releases, tc.policies)
-				require.NoError(t, k2.Apply(f.ctx, "", objs(configMap(app, 2, "other", "other"))))
-				done, err := k2.GarbageCollect(f.ctx)
+				require.NoError(t, k2.Apply(f.t.Context(), "", objs(configMap(app, 2, "other", "other"))))
+				done, err := k2.GarbageCollect(f.t.Context())
 				require.NoError(t, err)
 				assert.True(t, done)
 			}
@@ -295,7 +295,7 @@ func TestHelmReleaseErrors(t *testing.T) {
 			if tc.mod != nil {
 				mods = append(mods, tc.mod)
 			}
-			err := f.helmKeeper(app, 1, tc.releases(f)).Apply(f.ctx, "", objs(helmRelease(app, 1, "web", nil, mods...), configMap(app, 1, "web", "plain")))
+			err := f.helmKeeper(app, 1, tc.releases(f)).Apply(f.t.Context(), "", objs(helmRelease(app, 1, "web", nil, mods...), configMap(app, 1, "web", "plain")))
 			require.Error(t, err)
 			tc.check(t, err)
 			rt := f.tracker(VersionedTrackerName("store", f.ns, 1))
@@ -358,6 +358,6 @@ func (f fakeHelm) Owner(context.Context, string, string, string) (helm.ReleaseOw
 func (f *fixture) helmSecrets(name string) []corev1.Secret {
 	f.t.Helper()
 	var list corev1.SecretList
-	require.NoError(f.t, env.Client.List(f.ctx, &list, client.InNamespace(f.ns), client.MatchingLabels{"owner": "helm", "name": name}))
+	require.NoError(f.t, env.Client.List(f.t.Context(), &list, client.InNamespace(f.ns), client.MatchingLabels{"owner": "helm", "name": name}))
 	return list.Items
 }

@@ -23,14 +23,14 @@ func TestApplyRecordsAndWrites(t *testing.T) {
 	f := newFixture(t)
 	app := f.app("shop")
 	k := f.keeper(app, 1)
-	require.NoError(t, k.Apply(f.ctx, "", objs(deployment(app, 1, "web", "web"), service(app, 1, "web", "web"))))
+	require.NoError(t, k.Apply(f.t.Context(), "", objs(deployment(app, 1, "web", "web"), service(app, 1, "web", "web"))))
 
 	d := f.get("apps/v1", "Deployment", "web")
 	require.NotNil(t, d)
 	assert.Equal(t, "shop", d.GetLabels()[v1beta1.LabelAppName])
 	assert.Equal(t, f.ns, d.GetLabels()[v1beta1.LabelAppNamespace])
 	assert.NotEmpty(t, d.GetAnnotations()[AnnoAppliedHash])
-	assert.True(t, managedBy(d, FieldManager), "written by server-side apply with field manager oamflow")
+	assert.True(t, managedByUs(d), "written by server-side apply with field manager oamflow")
 	require.NotNil(t, f.get("v1", "Service", "web"))
 
 	rt := f.tracker(VersionedTrackerName("shop", f.ns, 1))
@@ -44,12 +44,12 @@ func TestApplyRecordsAndWrites(t *testing.T) {
 	assert.Equal(t, "expose", got[1].Trait)
 	assert.NotNil(t, got[0].Data)
 
-	refs, err := k.AppliedResources(f.ctx)
+	refs, err := k.AppliedResources(f.t.Context())
 	require.NoError(t, err)
 	assert.Len(t, refs, 2)
 
 	f.counter.reset()
-	require.NoError(t, k.Apply(f.ctx, "local", objs(deployment(app, 1, "web", "web"), service(app, 1, "web", "web"))))
+	require.NoError(t, k.Apply(f.t.Context(), "local", objs(deployment(app, 1, "web", "web"), service(app, 1, "web", "web"))))
 	assert.Zero(t, f.counter.writes.Load(), "applying unchanged objects again writes nothing")
 }
 
@@ -60,8 +60,8 @@ func TestOwnership(t *testing.T) {
 	t.Run("a second Application is refused with an error naming the owner", func(t *testing.T) {
 		f := newFixture(t)
 		a, b := f.app("alpha"), f.app("beta")
-		require.NoError(t, f.keeper(a, 1).Apply(f.ctx, "", objs(configMap(a, 1, "c", "cfg"))))
-		err := f.keeper(b, 1).Apply(f.ctx, "", objs(configMap(b, 1, "c", "cfg"), configMap(b, 1, "c", "other")))
+		require.NoError(t, f.keeper(a, 1).Apply(f.t.Context(), "", objs(configMap(a, 1, "c", "cfg"))))
+		err := f.keeper(b, 1).Apply(f.t.Context(), "", objs(configMap(b, 1, "c", "cfg"), configMap(b, 1, "c", "other")))
 		var oe *OwnershipError
 		require.ErrorAs(t, err, &oe)
 		assert.Equal(t, "alpha", oe.OwnerName)
@@ -76,8 +76,8 @@ func TestOwnership(t *testing.T) {
 		f := newFixture(t)
 		a := f.app("alpha")
 		pre := configMap(a, 1, "c", "cfg")
-		require.NoError(t, env.Client.Create(f.ctx, pre))
-		err := f.keeper(a, 1).Apply(f.ctx, "", objs(configMap(a, 1, "c", "cfg")))
+		require.NoError(t, env.Client.Create(f.t.Context(), pre))
+		err := f.keeper(a, 1).Apply(f.t.Context(), "", objs(configMap(a, 1, "c", "cfg")))
 		var oe *OwnershipError
 		require.ErrorAs(t, err, &oe)
 		assert.Empty(t, oe.OwnerName)
@@ -87,14 +87,14 @@ func TestOwnership(t *testing.T) {
 	t.Run("take-over adopts an unmanaged object, never one owned by another Application", func(t *testing.T) {
 		f := newFixture(t)
 		a, b := f.app("alpha"), f.app("beta")
-		require.NoError(t, env.Client.Create(f.ctx, &corev1.ConfigMap{
+		require.NoError(t, env.Client.Create(f.t.Context(), &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: f.ns}, Data: map[string]string{"user": "data"}}))
-		require.NoError(t, f.keeper(a, 1, takeOver).Apply(f.ctx, "", objs(configMap(a, 1, "c", "cfg"))))
+		require.NoError(t, f.keeper(a, 1, takeOver).Apply(f.t.Context(), "", objs(configMap(a, 1, "c", "cfg"))))
 		live := f.get("v1", "ConfigMap", "cfg")
 		assert.Equal(t, "alpha", live.GetLabels()[v1beta1.LabelAppName])
 		assert.Equal(t, map[string]any{"key": "value", "user": "data"}, live.Object["data"], "fields of the old manager stay")
 
-		err := f.keeper(b, 1, takeOver).Apply(f.ctx, "", objs(configMap(b, 1, "c", "cfg", withField("stolen", "data", "key"))))
+		err := f.keeper(b, 1, takeOver).Apply(f.t.Context(), "", objs(configMap(b, 1, "c", "cfg", withField("stolen", "data", "key"))))
 		var oe *OwnershipError
 		require.ErrorAs(t, err, &oe)
 		assert.True(t, oe.TakeOver)
@@ -110,18 +110,18 @@ func TestOwnership(t *testing.T) {
 		f := newFixture(t)
 		a, b := f.app("alpha"), f.app("beta")
 		ka, kb := f.keeper(a, 1, shared), f.keeper(b, 1, shared)
-		require.NoError(t, ka.Apply(f.ctx, "", objs(configMap(a, 1, "c", "cfg"))))
-		require.NoError(t, kb.Apply(f.ctx, "", objs(configMap(b, 1, "c", "cfg"))))
+		require.NoError(t, ka.Apply(f.t.Context(), "", objs(configMap(a, 1, "c", "cfg"))))
+		require.NoError(t, kb.Apply(f.t.Context(), "", objs(configMap(b, 1, "c", "cfg"))))
 		live := f.get("v1", "ConfigMap", "cfg")
 		assert.Equal(t, f.ns+"/alpha,"+f.ns+"/beta", live.GetAnnotations()[AnnoSharedBy])
 		assert.Equal(t, "alpha", live.GetLabels()[v1beta1.LabelAppName], "the first stays the owner")
 
 		f.counter.reset()
-		require.NoError(t, ka.StateKeep(f.ctx))
-		require.NoError(t, kb.StateKeep(f.ctx))
+		require.NoError(t, ka.StateKeep(f.t.Context()))
+		require.NoError(t, kb.StateKeep(f.t.Context()))
 		assert.Zero(t, f.counter.writes.Load(), "sharers do not fight over the object")
 
-		done, err := ka.Delete(f.ctx)
+		done, err := ka.Delete(f.t.Context())
 		require.NoError(t, err)
 		assert.True(t, done)
 		live = f.get("v1", "ConfigMap", "cfg")
@@ -129,7 +129,7 @@ func TestOwnership(t *testing.T) {
 		assert.Equal(t, "beta", live.GetLabels()[v1beta1.LabelAppName], "handed over to the next sharer")
 		assert.Equal(t, f.ns+"/beta", live.GetAnnotations()[AnnoSharedBy])
 
-		done, err = kb.Delete(f.ctx)
+		done, err = kb.Delete(f.t.Context())
 		require.NoError(t, err)
 		assert.True(t, done)
 		assert.Nil(t, f.get("v1", "ConfigMap", "cfg"), "the last sharer deletes it")
@@ -139,9 +139,9 @@ func TestOwnership(t *testing.T) {
 		f := newFixture(t)
 		a, b := f.app("alpha"), f.app("beta")
 		ka, kb := f.keeper(a, 1, shared), f.keeper(b, 1, shared)
-		require.NoError(t, ka.Apply(f.ctx, "", objs(configMap(a, 1, "c", "cfg"))))
-		require.NoError(t, kb.Apply(f.ctx, "", objs(configMap(b, 1, "c", "cfg"))))
-		done, err := kb.Delete(f.ctx)
+		require.NoError(t, ka.Apply(f.t.Context(), "", objs(configMap(a, 1, "c", "cfg"))))
+		require.NoError(t, kb.Apply(f.t.Context(), "", objs(configMap(b, 1, "c", "cfg"))))
+		done, err := kb.Delete(f.t.Context())
 		require.NoError(t, err)
 		assert.True(t, done)
 		live := f.get("v1", "ConfigMap", "cfg")
@@ -153,9 +153,9 @@ func TestOwnership(t *testing.T) {
 	t.Run("shared-resource needs the owner to share too", func(t *testing.T) {
 		f := newFixture(t)
 		a, b := f.app("alpha"), f.app("beta")
-		require.NoError(t, f.keeper(a, 1).Apply(f.ctx, "", objs(configMap(a, 1, "c", "cfg"))))
+		require.NoError(t, f.keeper(a, 1).Apply(f.t.Context(), "", objs(configMap(a, 1, "c", "cfg"))))
 		var oe *OwnershipError
-		require.ErrorAs(t, f.keeper(b, 1, shared).Apply(f.ctx, "", objs(configMap(b, 1, "c", "cfg"))), &oe)
+		require.ErrorAs(t, f.keeper(b, 1, shared).Apply(f.t.Context(), "", objs(configMap(b, 1, "c", "cfg"))), &oe)
 	})
 }
 
@@ -165,15 +165,15 @@ func TestReadOnly(t *testing.T) {
 	p := Policies{ReadOnly: []SelectorRule{{Selector: ResourceSelector{ResourceNames: []string{"cfg"}}}}}
 	k := f.keeper(app, 1, p)
 
-	err := k.Apply(f.ctx, "", objs(configMap(app, 1, "c", "cfg")))
+	err := k.Apply(f.t.Context(), "", objs(configMap(app, 1, "c", "cfg")))
 	var me *ReadOnlyMissingError
 	require.ErrorAs(t, err, &me)
 	assert.Contains(t, err.Error(), "read-only")
 
-	require.NoError(t, env.Client.Create(f.ctx, &corev1.ConfigMap{
+	require.NoError(t, env.Client.Create(f.t.Context(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: f.ns}, Data: map[string]string{"mine": "yes"}}))
 	f.counter.reset()
-	require.NoError(t, k.Apply(f.ctx, "", objs(configMap(app, 1, "c", "cfg"))))
+	require.NoError(t, k.Apply(f.t.Context(), "", objs(configMap(app, 1, "c", "cfg"))))
 	assert.Zero(t, f.counter.writes.Load(), "read-only objects are only read")
 	live := f.get("v1", "ConfigMap", "cfg")
 	assert.Equal(t, map[string]any{"mine": "yes"}, live.Object["data"])
@@ -188,18 +188,18 @@ func TestApplyOnce(t *testing.T) {
 			Selector: ResourceSelector{ResourceTypes: []string{"Deployment"}},
 			Strategy: ApplyOnceStrategy{Path: []string{"spec.replicas"}},
 		}}}}
-		require.NoError(t, f.keeper(app, 1, p).Apply(f.ctx, "", objs(deployment(app, 1, "web", "web"))))
+		require.NoError(t, f.keeper(app, 1, p).Apply(f.t.Context(), "", objs(deployment(app, 1, "web", "web"))))
 		scale(t, f, "web", 5)
 
 		k2 := f.keeper(app, 2, p)
-		require.NoError(t, k2.Apply(f.ctx, "", objs(deployment(app, 2, "web", "web",
+		require.NoError(t, k2.Apply(f.t.Context(), "", objs(deployment(app, 2, "web", "web",
 			withField(int64(3), "spec", "replicas"), withImage("nginx:1.28")))))
 		live := f.get("apps/v1", "Deployment", "web")
 		assert.Equal(t, int64(5), replicas(live), "kept at the live value")
 		assert.Equal(t, "nginx:1.28", image(live), "the rest follows the new revision")
 
 		scale(t, f, "web", 7)
-		require.NoError(t, k2.StateKeep(f.ctx))
+		require.NoError(t, k2.StateKeep(f.t.Context()))
 		assert.Equal(t, int64(7), replicas(f.get("apps/v1", "Deployment", "web")), "state-keep leaves it too (affect always)")
 	})
 
@@ -207,10 +207,10 @@ func TestApplyOnce(t *testing.T) {
 		f := newFixture(t)
 		app := f.app("once")
 		p := Policies{ApplyOnce: &ApplyOncePolicy{Enable: true}}
-		require.NoError(t, f.keeper(app, 1, p).Apply(f.ctx, "", objs(deployment(app, 1, "web", "web"))))
+		require.NoError(t, f.keeper(app, 1, p).Apply(f.t.Context(), "", objs(deployment(app, 1, "web", "web"))))
 		scale(t, f, "web", 4)
 		f.counter.reset()
-		require.NoError(t, f.keeper(app, 2, p).Apply(f.ctx, "", objs(deployment(app, 2, "web", "web", withImage("nginx:1.28")))))
+		require.NoError(t, f.keeper(app, 2, p).Apply(f.t.Context(), "", objs(deployment(app, 2, "web", "web", withImage("nginx:1.28")))))
 		live := f.get("apps/v1", "Deployment", "web")
 		assert.Equal(t, int64(4), replicas(live))
 		assert.Equal(t, "nginx:1.27", image(live))
@@ -224,9 +224,9 @@ func TestApplyOnce(t *testing.T) {
 			Strategy: ApplyOnceStrategy{Path: []string{"spec.replicas"}, Affect: AffectOnUpdate},
 		}}}}
 		k := f.keeper(app, 1, p)
-		require.NoError(t, k.Apply(f.ctx, "", objs(deployment(app, 1, "web", "web"))))
+		require.NoError(t, k.Apply(f.t.Context(), "", objs(deployment(app, 1, "web", "web"))))
 		scale(t, f, "web", 9)
-		require.NoError(t, k.StateKeep(f.ctx))
+		require.NoError(t, k.StateKeep(f.t.Context()))
 		assert.Equal(t, int64(2), replicas(f.get("apps/v1", "Deployment", "web")))
 	})
 }
@@ -236,13 +236,13 @@ func TestResourceUpdate(t *testing.T) {
 		f := newFixture(t)
 		app := f.app("upd")
 		p := Policies{ResourceUpdate: []ResourceUpdateRule{{Strategy: ResourceUpdateStrategy{Op: UpdateOpReplace}}}}
-		require.NoError(t, f.keeper(app, 1, p).Apply(f.ctx, "", objs(configMap(app, 1, "c", "cfg"))))
+		require.NoError(t, f.keeper(app, 1, p).Apply(f.t.Context(), "", objs(configMap(app, 1, "c", "cfg"))))
 		cm := &corev1.ConfigMap{}
-		require.NoError(t, env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "cfg"}, cm))
+		require.NoError(t, env.Client.Get(f.t.Context(), client.ObjectKey{Namespace: f.ns, Name: "cfg"}, cm))
 		cm.Data["extra"] = "x"
-		require.NoError(t, env.Client.Update(f.ctx, cm, client.FieldOwner("someone")))
+		require.NoError(t, env.Client.Update(f.t.Context(), cm, client.FieldOwner("someone")))
 
-		require.NoError(t, f.keeper(app, 2, p).Apply(f.ctx, "", objs(configMap(app, 2, "c", "cfg"))))
+		require.NoError(t, f.keeper(app, 2, p).Apply(f.t.Context(), "", objs(configMap(app, 2, "c", "cfg"))))
 		assert.Equal(t, map[string]any{"key": "value"}, f.get("v1", "ConfigMap", "cfg").Object["data"])
 	})
 
@@ -250,13 +250,13 @@ func TestResourceUpdate(t *testing.T) {
 		f := newFixture(t)
 		app := f.app("upd")
 		p := Policies{ResourceUpdate: []ResourceUpdateRule{{Strategy: ResourceUpdateStrategy{RecreateFields: []string{"data.key"}}}}}
-		require.NoError(t, f.keeper(app, 1, p).Apply(f.ctx, "", objs(configMap(app, 1, "c", "cfg"))))
+		require.NoError(t, f.keeper(app, 1, p).Apply(f.t.Context(), "", objs(configMap(app, 1, "c", "cfg"))))
 		uid := f.get("v1", "ConfigMap", "cfg").GetUID()
 
-		require.NoError(t, f.keeper(app, 2, p).Apply(f.ctx, "", objs(configMap(app, 2, "c", "cfg", withField("other", "data", "more")))))
+		require.NoError(t, f.keeper(app, 2, p).Apply(f.t.Context(), "", objs(configMap(app, 2, "c", "cfg", withField("other", "data", "more")))))
 		assert.Equal(t, uid, f.get("v1", "ConfigMap", "cfg").GetUID(), "other fields are patched")
 
-		require.NoError(t, f.keeper(app, 3, p).Apply(f.ctx, "", objs(configMap(app, 3, "c", "cfg", withField("changed", "data", "key")))))
+		require.NoError(t, f.keeper(app, 3, p).Apply(f.t.Context(), "", objs(configMap(app, 3, "c", "cfg", withField("changed", "data", "key")))))
 		live := f.get("v1", "ConfigMap", "cfg")
 		assert.NotEqual(t, uid, live.GetUID(), "re-created")
 		assert.Equal(t, "changed", live.Object["data"].(map[string]any)["key"])
@@ -267,18 +267,18 @@ func TestGarbageCollect(t *testing.T) {
 	t.Run("removes exactly the dropped object, not a look-alike nor one now owned by another app", func(t *testing.T) {
 		f := newFixture(t)
 		app, other := f.app("shop"), f.app("other")
-		require.NoError(t, f.keeper(app, 1).Apply(f.ctx, "", objs(
+		require.NoError(t, f.keeper(app, 1).Apply(f.t.Context(), "", objs(
 			deployment(app, 1, "web", "web"), deployment(app, 1, "worker", "worker"), configMap(app, 1, "worker", "taken"))))
 		// A Deployment nobody tracks, carrying the same labels.
 		unrelated := deployment(app, 1, "worker", "unrelated")
-		require.NoError(t, env.Client.Create(f.ctx, unrelated))
+		require.NoError(t, env.Client.Create(f.t.Context(), unrelated))
 		// Another Application owns one object now (as a shared-resource
 		// hand-over leaves it).
 		f.giveTo("v1", "ConfigMap", "taken", other)
 
 		k2 := f.keeper(app, 2)
-		require.NoError(t, k2.Apply(f.ctx, "", objs(deployment(app, 2, "web", "web"))))
-		done, err := k2.GarbageCollect(f.ctx)
+		require.NoError(t, k2.Apply(f.t.Context(), "", objs(deployment(app, 2, "web", "web"))))
+		done, err := k2.GarbageCollect(f.t.Context())
 		require.NoError(t, err)
 		assert.True(t, done)
 
@@ -292,7 +292,7 @@ func TestGarbageCollect(t *testing.T) {
 		assert.NotNil(t, f.tracker(VersionedTrackerName("shop", f.ns, 2)))
 
 		f.counter.reset()
-		done, err = k2.GarbageCollect(f.ctx)
+		done, err = k2.GarbageCollect(f.t.Context())
 		require.NoError(t, err)
 		assert.True(t, done)
 		assert.Zero(t, f.counter.writes.Load(), "nothing left to collect: no writes")
@@ -303,10 +303,10 @@ func TestGarbageCollect(t *testing.T) {
 		app := f.app("shop")
 		p := Policies{GarbageCollect: &GarbageCollectPolicy{Rules: []GarbageCollectRule{{
 			Selector: ResourceSelector{ComponentNames: []string{"worker"}}, Propagation: GCPropagationOrphan}}}}
-		require.NoError(t, f.keeper(app, 1, p).Apply(f.ctx, "", objs(deployment(app, 1, "web", "web"), deployment(app, 1, "worker", "worker"))))
+		require.NoError(t, f.keeper(app, 1, p).Apply(f.t.Context(), "", objs(deployment(app, 1, "web", "web"), deployment(app, 1, "worker", "worker"))))
 		k2 := f.keeper(app, 2, p)
-		require.NoError(t, k2.Apply(f.ctx, "", objs(deployment(app, 2, "web", "web"))))
-		done, err := k2.GarbageCollect(f.ctx)
+		require.NoError(t, k2.Apply(f.t.Context(), "", objs(deployment(app, 2, "web", "web"))))
+		done, err := k2.GarbageCollect(f.t.Context())
 		require.NoError(t, err)
 		assert.True(t, done)
 		live := f.get("apps/v1", "Deployment", "worker")
@@ -324,11 +324,11 @@ func TestGarbageCollect(t *testing.T) {
 			{Selector: ResourceSelector{ResourceNames: []string{"keep-until-delete"}}, Strategy: GCOnAppDelete},
 			{Selector: ResourceSelector{ResourceNames: []string{"keep-forever"}}, Strategy: GCNever},
 		}}}
-		require.NoError(t, f.keeper(app, 1, p).Apply(f.ctx, "", objs(
+		require.NoError(t, f.keeper(app, 1, p).Apply(f.t.Context(), "", objs(
 			configMap(app, 1, "c", "keep-until-delete"), configMap(app, 1, "c", "keep-forever"), configMap(app, 1, "c", "current"))))
 		k2 := f.keeper(app, 2, p)
-		require.NoError(t, k2.Apply(f.ctx, "", objs(configMap(app, 2, "c", "current"))))
-		done, err := k2.GarbageCollect(f.ctx)
+		require.NoError(t, k2.Apply(f.t.Context(), "", objs(configMap(app, 2, "c", "current"))))
+		done, err := k2.GarbageCollect(f.t.Context())
 		require.NoError(t, err)
 		assert.True(t, done)
 		assert.NotNil(t, f.get("v1", "ConfigMap", "keep-until-delete"))
@@ -338,7 +338,7 @@ func TestGarbageCollect(t *testing.T) {
 		assert.Len(t, root.Spec.ManagedResources, 2)
 		assert.Nil(t, f.tracker(VersionedTrackerName("shop", f.ns, 1)))
 
-		done, err = k2.Delete(f.ctx)
+		done, err = k2.Delete(f.t.Context())
 		require.NoError(t, err)
 		assert.True(t, done)
 		assert.Nil(t, f.get("v1", "ConfigMap", "keep-until-delete"))
@@ -349,10 +349,10 @@ func TestGarbageCollect(t *testing.T) {
 		f2 := newFixture(t)
 		app = f2.app("legacy")
 		keep := Policies{GarbageCollect: &GarbageCollectPolicy{KeepLegacyResource: true}}
-		require.NoError(t, f2.keeper(app, 1, keep).Apply(f2.ctx, "", objs(configMap(app, 1, "c", "old"))))
+		require.NoError(t, f2.keeper(app, 1, keep).Apply(f2.t.Context(), "", objs(configMap(app, 1, "c", "old"))))
 		k2 = f2.keeper(app, 2, keep)
-		require.NoError(t, k2.Apply(f2.ctx, "", objs(configMap(app, 2, "c", "new"))))
-		done, err = k2.GarbageCollect(f2.ctx)
+		require.NoError(t, k2.Apply(f2.t.Context(), "", objs(configMap(app, 2, "c", "new"))))
+		done, err = k2.GarbageCollect(f2.t.Context())
 		require.NoError(t, err)
 		assert.True(t, done)
 		assert.NotNil(t, f2.get("v1", "ConfigMap", "old"))
@@ -362,10 +362,10 @@ func TestGarbageCollect(t *testing.T) {
 		f := newFixture(t)
 		app := f.app("shop")
 		p := Policies{GarbageCollect: &GarbageCollectPolicy{Rules: []GarbageCollectRule{{Propagation: GCPropagationCascading}}}}
-		require.NoError(t, f.keeper(app, 1, p).Apply(f.ctx, "", objs(deployment(app, 1, "worker", "worker"))))
+		require.NoError(t, f.keeper(app, 1, p).Apply(f.t.Context(), "", objs(deployment(app, 1, "worker", "worker"))))
 		k2 := f.keeper(app, 2, p)
-		require.NoError(t, k2.Apply(f.ctx, "", objs(deployment(app, 2, "web", "web"))))
-		done, err := k2.GarbageCollect(f.ctx)
+		require.NoError(t, k2.Apply(f.t.Context(), "", objs(deployment(app, 2, "web", "web"))))
+		done, err := k2.GarbageCollect(f.t.Context())
 		require.NoError(t, err)
 		// envtest runs no garbage collector: the foreground finalizer stays.
 		assert.False(t, done)
@@ -376,7 +376,7 @@ func TestGarbageCollect(t *testing.T) {
 		assert.NotNil(t, f.tracker(VersionedTrackerName("shop", f.ns, 1)), "kept until the object is gone")
 
 		removeFinalizers(t, f, "worker")
-		done, err = k2.GarbageCollect(f.ctx)
+		done, err = k2.GarbageCollect(f.t.Context())
 		require.NoError(t, err)
 		assert.True(t, done)
 		assert.Nil(t, f.tracker(VersionedTrackerName("shop", f.ns, 1)))
@@ -388,21 +388,21 @@ func TestGarbageCollect(t *testing.T) {
 			a.Spec.Components = []common.ApplicationComponent{{Name: "web", Type: "webservice"}}
 		})
 		p := Policies{GarbageCollect: &GarbageCollectPolicy{Order: GCOrderDependency}}
-		require.NoError(t, f.keeper(app, 1, p).Apply(f.ctx, "", objs(
+		require.NoError(t, f.keeper(app, 1, p).Apply(f.t.Context(), "", objs(
 			configMap(app, 1, "db", "db"), configMap(app, 1, "api", "api", func(u *unstructured.Unstructured) { u.SetFinalizers([]string{"example.com/hold"}) }))))
 		// Revision 2 dropped api (which depended on db) and db.
 		k2, err := New(app, 2, Options{Clients: multicluster.HubOnly{Hub: f.c}, Policies: p, Dependencies: map[string][]string{"api": {"db"}}})
 		require.NoError(t, err)
-		require.NoError(t, k2.Apply(f.ctx, "", objs(configMap(app, 2, "web", "web"))))
+		require.NoError(t, k2.Apply(f.t.Context(), "", objs(configMap(app, 2, "web", "web"))))
 
-		done, err := k2.GarbageCollect(f.ctx)
+		done, err := k2.GarbageCollect(f.t.Context())
 		require.NoError(t, err)
 		assert.False(t, done)
 		assert.NotNil(t, f.get("v1", "ConfigMap", "api").GetDeletionTimestamp(), "the dependent is being deleted")
 		assert.Nil(t, f.get("v1", "ConfigMap", "db").GetDeletionTimestamp(), "its dependency waits")
 
 		removeFinalizers(t, f, "api")
-		done, err = k2.GarbageCollect(f.ctx)
+		done, err = k2.GarbageCollect(f.t.Context())
 		require.NoError(t, err)
 		assert.True(t, done)
 		assert.Nil(t, f.get("v1", "ConfigMap", "db"))
@@ -414,15 +414,15 @@ func TestGarbageCollect(t *testing.T) {
 		f := newFixture(t)
 		app := f.app("shop")
 		p := Policies{GarbageCollect: &GarbageCollectPolicy{ContinueOnFailure: true}}
-		require.NoError(t, f.keeper(app, 1, p).Apply(f.ctx, "", objs(configMap(app, 1, "c", "gone"))))
+		require.NoError(t, f.keeper(app, 1, p).Apply(f.t.Context(), "", objs(configMap(app, 1, "c", "gone"))))
 		rt := f.tracker(VersionedTrackerName("shop", f.ns, 1))
 		rt.Spec.ManagedResources = append([]v1beta1.ManagedResource{{ClusterObjectReference: common.ClusterObjectReference{
 			Cluster: "edge", APIVersion: "v1", Kind: "ConfigMap", Namespace: f.ns, Name: "far"}, Component: "c"}}, rt.Spec.ManagedResources...)
-		require.NoError(t, env.Client.Update(f.ctx, rt))
+		require.NoError(t, env.Client.Update(f.t.Context(), rt))
 
 		k2 := f.keeper(app, 2, p)
-		require.NoError(t, k2.Apply(f.ctx, "", objs(configMap(app, 2, "c", "current"))))
-		done, err := k2.GarbageCollect(f.ctx)
+		require.NoError(t, k2.Apply(f.t.Context(), "", objs(configMap(app, 2, "c", "current"))))
+		done, err := k2.GarbageCollect(f.t.Context())
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), `cluster "edge" is not registered`)
 		assert.False(t, done)
@@ -435,13 +435,13 @@ func TestGarbageCollect(t *testing.T) {
 func TestDelete(t *testing.T) {
 	f := newFixture(t)
 	app := f.app("shop")
-	require.NoError(t, f.keeper(app, 1).Apply(f.ctx, "", objs(deployment(app, 1, "worker", "worker"), configMap(app, 1, "c", "cfg"))))
+	require.NoError(t, f.keeper(app, 1).Apply(f.t.Context(), "", objs(deployment(app, 1, "worker", "worker"), configMap(app, 1, "c", "cfg"))))
 	k2 := f.keeper(app, 2)
-	require.NoError(t, k2.Apply(f.ctx, "", objs(deployment(app, 2, "web", "web"), service(app, 2, "web", "web"))))
+	require.NoError(t, k2.Apply(f.t.Context(), "", objs(deployment(app, 2, "web", "web"), service(app, 2, "web", "web"))))
 	unrelated := deployment(app, 1, "web", "unrelated")
-	require.NoError(t, env.Client.Create(f.ctx, unrelated))
+	require.NoError(t, env.Client.Create(f.t.Context(), unrelated))
 
-	done, err := k2.Delete(f.ctx)
+	done, err := k2.Delete(f.t.Context())
 	require.NoError(t, err)
 	assert.True(t, done)
 	for _, n := range []struct{ apiVersion, kind, name string }{
@@ -451,10 +451,10 @@ func TestDelete(t *testing.T) {
 	}
 	assert.NotNil(t, f.get("apps/v1", "Deployment", "unrelated"), "a look-alike nobody tracked stays")
 	var list v1beta1.ResourceTrackerList
-	require.NoError(t, env.Client.List(f.ctx, &list, client.MatchingLabels{v1beta1.LabelAppName: "shop", v1beta1.LabelAppNamespace: f.ns}))
+	require.NoError(t, env.Client.List(f.t.Context(), &list, client.MatchingLabels{v1beta1.LabelAppName: "shop", v1beta1.LabelAppNamespace: f.ns}))
 	assert.Empty(t, list.Items)
 
-	done, err = k2.Delete(f.ctx)
+	done, err = k2.Delete(f.t.Context())
 	require.NoError(t, err)
 	assert.True(t, done, "idempotent")
 }
@@ -478,11 +478,11 @@ func TestOrphanFinalizer(t *testing.T) {
 		p := Policies{GarbageCollect: &GarbageCollectPolicy{Rules: []GarbageCollectRule{
 			{Selector: ResourceSelector{ResourceNames: []string{"forever"}}, Strategy: GCNever},
 		}}}
-		require.NoError(t, f.keeper(app, 1, p).Apply(f.ctx, "", objs(deployment(app, 1, "worker", "worker"), configMap(app, 1, "c", "forever"))))
+		require.NoError(t, f.keeper(app, 1, p).Apply(f.t.Context(), "", objs(deployment(app, 1, "worker", "worker"), configMap(app, 1, "c", "forever"))))
 		k2 := f.keeper(app, 2, p)
-		require.NoError(t, k2.Apply(f.ctx, "", objs(deployment(app, 2, "web", "web"), service(app, 2, "web", "web"))))
+		require.NoError(t, k2.Apply(f.t.Context(), "", objs(deployment(app, 2, "web", "web"), service(app, 2, "web", "web"))))
 
-		done, err := k2.Delete(f.ctx)
+		done, err := k2.Delete(f.t.Context())
 		require.NoError(t, err)
 		assert.True(t, done)
 		for _, n := range []struct{ apiVersion, kind, name string }{
@@ -494,16 +494,16 @@ func TestOrphanFinalizer(t *testing.T) {
 			ownedBy(t, live)
 		}
 		var list v1beta1.ResourceTrackerList
-		require.NoError(t, env.Client.List(f.ctx, &list, client.MatchingLabels{v1beta1.LabelAppName: "shop", v1beta1.LabelAppNamespace: f.ns}))
+		require.NoError(t, env.Client.List(f.t.Context(), &list, client.MatchingLabels{v1beta1.LabelAppName: "shop", v1beta1.LabelAppNamespace: f.ns}))
 		assert.Empty(t, list.Items, "the trackers go")
 	})
 	t.Run("garbage collection orphans", func(t *testing.T) {
 		f := newFixture(t)
 		app := f.app("shop", orphaning)
-		require.NoError(t, f.keeper(app, 1).Apply(f.ctx, "", objs(deployment(app, 1, "worker", "worker"), deployment(app, 1, "web", "web"))))
+		require.NoError(t, f.keeper(app, 1).Apply(f.t.Context(), "", objs(deployment(app, 1, "worker", "worker"), deployment(app, 1, "web", "web"))))
 		k2 := f.keeper(app, 2)
-		require.NoError(t, k2.Apply(f.ctx, "", objs(deployment(app, 2, "web", "web"))))
-		done, err := k2.GarbageCollect(f.ctx)
+		require.NoError(t, k2.Apply(f.t.Context(), "", objs(deployment(app, 2, "web", "web"))))
+		done, err := k2.GarbageCollect(f.t.Context())
 		require.NoError(t, err)
 		assert.True(t, done)
 		live := f.get("apps/v1", "Deployment", "worker")
@@ -517,10 +517,10 @@ func TestStateKeep(t *testing.T) {
 		f := newFixture(t)
 		app := f.app("shop")
 		k := f.keeper(app, 1)
-		require.NoError(t, k.Apply(f.ctx, "", objs(deployment(app, 1, "web", "web"), service(app, 1, "web", "web"), configMap(app, 1, "web", "cfg"))))
+		require.NoError(t, k.Apply(f.t.Context(), "", objs(deployment(app, 1, "web", "web"), service(app, 1, "web", "web"), configMap(app, 1, "web", "cfg"))))
 		f.counter.reset()
 		for range 3 {
-			require.NoError(t, k.StateKeep(f.ctx))
+			require.NoError(t, k.StateKeep(f.t.Context()))
 		}
 		assert.Zero(t, f.counter.writes.Load(), "no POST/PUT/PATCH/DELETE")
 		assert.Positive(t, f.counter.reads.Load())
@@ -530,24 +530,24 @@ func TestStateKeep(t *testing.T) {
 		f := newFixture(t)
 		app := f.app("shop")
 		k := f.keeper(app, 1)
-		require.NoError(t, k.Apply(f.ctx, "", objs(deployment(app, 1, "web", "web"), configMap(app, 1, "web", "cfg"), configMap(app, 1, "web", "labels"))))
+		require.NoError(t, k.Apply(f.t.Context(), "", objs(deployment(app, 1, "web", "web"), configMap(app, 1, "web", "cfg"), configMap(app, 1, "web", "labels"))))
 
 		scale(t, f, "web", 5)
-		require.NoError(t, env.Client.Delete(f.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: f.ns}}))
+		require.NoError(t, env.Client.Delete(f.t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: f.ns}}))
 		cm := &corev1.ConfigMap{}
-		require.NoError(t, env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: "labels"}, cm))
+		require.NoError(t, env.Client.Get(f.t.Context(), client.ObjectKey{Namespace: f.ns, Name: "labels"}, cm))
 		delete(cm.Labels, v1beta1.LabelAppComponent)
-		require.NoError(t, env.Client.Update(f.ctx, cm, client.FieldOwner("kubectl-edit")))
+		require.NoError(t, env.Client.Update(f.t.Context(), cm, client.FieldOwner("kubectl-edit")))
 
 		f.counter.reset()
-		require.NoError(t, k.StateKeep(f.ctx))
+		require.NoError(t, k.StateKeep(f.t.Context()))
 		assert.EqualValues(t, 3, f.counter.writes.Load(), "one apply per drifted object")
 		assert.Equal(t, int64(2), replicas(f.get("apps/v1", "Deployment", "web")))
 		assert.NotNil(t, f.get("v1", "ConfigMap", "cfg"))
 		assert.Equal(t, "web", f.get("v1", "ConfigMap", "labels").GetLabels()[v1beta1.LabelAppComponent])
 
 		f.counter.reset()
-		require.NoError(t, k.StateKeep(f.ctx))
+		require.NoError(t, k.StateKeep(f.t.Context()))
 		assert.Zero(t, f.counter.writes.Load())
 	})
 
@@ -555,11 +555,11 @@ func TestStateKeep(t *testing.T) {
 		f := newFixture(t)
 		app, other := f.app("shop"), f.app("other")
 		k := f.keeper(app, 1)
-		require.NoError(t, k.Apply(f.ctx, "", objs(configMap(app, 1, "c", "cfg"))))
+		require.NoError(t, k.Apply(f.t.Context(), "", objs(configMap(app, 1, "c", "cfg"))))
 		f.giveTo("v1", "ConfigMap", "cfg", other)
-		require.NoError(t, f.keeper(other, 1).Apply(f.ctx, "", objs(configMap(other, 1, "c", "cfg", withField("theirs", "data", "key")))))
+		require.NoError(t, f.keeper(other, 1).Apply(f.t.Context(), "", objs(configMap(other, 1, "c", "cfg", withField("theirs", "data", "key")))))
 		f.counter.reset()
-		require.NoError(t, k.StateKeep(f.ctx))
+		require.NoError(t, k.StateKeep(f.t.Context()))
 		assert.Zero(t, f.counter.writes.Load())
 		assert.Equal(t, "theirs", f.get("v1", "ConfigMap", "cfg").Object["data"].(map[string]any)["key"])
 	})
@@ -579,19 +579,19 @@ func TestNewValidates(t *testing.T) {
 func scale(t *testing.T, f *fixture, name string, n int32) {
 	t.Helper()
 	d := &appsv1.Deployment{}
-	require.NoError(t, env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, d))
+	require.NoError(t, env.Client.Get(f.t.Context(), client.ObjectKey{Namespace: f.ns, Name: name}, d))
 	d.Spec.Replicas = ptr.To(n)
-	require.NoError(t, env.Client.Update(f.ctx, d, client.FieldOwner("kubectl-scale")))
+	require.NoError(t, env.Client.Update(f.t.Context(), d, client.FieldOwner("kubectl-scale")))
 }
 
 func removeFinalizers(t *testing.T, f *fixture, name string) {
 	t.Helper()
 	for _, kind := range []client.Object{&appsv1.Deployment{}, &corev1.ConfigMap{}} {
-		if err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, kind); err != nil {
+		if err := env.Client.Get(f.t.Context(), client.ObjectKey{Namespace: f.ns, Name: name}, kind); err != nil {
 			continue
 		}
 		kind.SetFinalizers(nil)
-		require.NoError(t, env.Client.Update(f.ctx, kind))
+		require.NoError(t, env.Client.Update(f.t.Context(), kind))
 	}
 }
 
@@ -643,7 +643,7 @@ func TestNothingHalfApplied(t *testing.T) {
 			k := f.keeper(app, 1)
 			for _, order := range [][]string{{"good", "bad"}, {"bad", "good"}} {
 				set := map[string]*unstructured.Unstructured{"good": configMap(app, 1, "cfg", "good"), "bad": tc.bad(app)}
-				err := k.Apply(f.ctx, "", objs(set[order[0]], set[order[1]]))
+				err := k.Apply(f.t.Context(), "", objs(set[order[0]], set[order[1]]))
 				require.Error(t, err, "%v", order)
 				assert.Contains(t, err.Error(), tc.want, "%v", order)
 				assert.Contains(t, err.Error(), "bad", "the error names the object")

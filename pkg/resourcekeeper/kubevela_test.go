@@ -97,7 +97,7 @@ func TestAdoptKubeVela(t *testing.T) {
 	require.Equal(t, before.GetGeneration(), after.GetGeneration(), "annotations untouched: generation unchanged")
 	require.Equal(t, before.GetAnnotations(), after.GetAnnotations())
 	require.NotEmpty(t, after.GetLabels()[LabelAppliedHash])
-	require.True(t, managedBy(after, FieldManager))
+	require.True(t, managedByUs(after))
 	for _, mf := range after.GetManagedFields() {
 		if mf.Manager == KubeVelaFieldManager && mf.Subresource == "" {
 			require.NotContains(t, string(mf.FieldsV1.Raw), `"f:image"`, "what oamflow renders is no longer KubeVela's")

@@ -81,7 +81,6 @@ func countingClient(t testing.TB) (client.Client, *requestCounter) {
 // fixture is one test's namespace and a client counting requests.
 type fixture struct {
 	t       testing.TB
-	ctx     context.Context
 	ns      string
 	c       client.Client
 	counter *requestCounter
@@ -95,7 +94,7 @@ func newFixture(t testing.TB) *fixture {
 	ns := fmt.Sprintf("rk-%d", nsSeq.Add(1))
 	ctx := context.Background()
 	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	return &fixture{t: t, ctx: ctx, ns: ns, c: c, counter: counter}
+	return &fixture{t: t, ns: ns, c: c, counter: counter}
 }
 
 // app returns an Application (not stored: the keeper only needs its
@@ -126,7 +125,7 @@ func (f *fixture) get(apiVersion, kind, name string) *unstructured.Unstructured 
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion(apiVersion)
 	u.SetKind(kind)
-	err := env.Client.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: name}, u)
+	err := env.Client.Get(f.t.Context(), client.ObjectKey{Namespace: f.ns, Name: name}, u)
 	if err != nil {
 		require.True(f.t, client.IgnoreNotFound(err) == nil, "reading %s %s: %v", kind, name, err)
 		return nil
@@ -142,13 +141,13 @@ func (f *fixture) giveTo(apiVersion, kind, name string, app *v1beta1.Application
 	live := f.get(apiVersion, kind, name)
 	require.NotNil(f.t, live)
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q,%q:%q}}}`, v1beta1.LabelAppName, app.Name, v1beta1.LabelAppNamespace, app.Namespace)
-	require.NoError(f.t, env.Client.Patch(f.ctx, live, client.RawPatch(types.MergePatchType, []byte(patch))))
+	require.NoError(f.t, env.Client.Patch(f.t.Context(), live, client.RawPatch(types.MergePatchType, []byte(patch))))
 }
 
 func (f *fixture) tracker(name string) *v1beta1.ResourceTracker {
 	f.t.Helper()
 	rt := &v1beta1.ResourceTracker{}
-	if err := env.Client.Get(f.ctx, client.ObjectKey{Name: name}, rt); err != nil {
+	if err := env.Client.Get(f.t.Context(), client.ObjectKey{Name: name}, rt); err != nil {
 		require.True(f.t, client.IgnoreNotFound(err) == nil, "reading tracker %s: %v", name, err)
 		return nil
 	}

@@ -113,14 +113,14 @@ func (h *httpDoer) request(ctx context.Context, v wfhttp.RequestVars, rt provide
 		if r.Timeout != "" {
 			d, err := time.ParseDuration(r.Timeout)
 			if err != nil {
-				return nil, errclass.Terminal(fmt.Errorf("%s: request.timeout %q: %v", what, r.Timeout, err))
+				return nil, errclass.Terminal(fmt.Errorf("%s: request.timeout %q: %w", what, r.Timeout, err))
 			}
 			timeout = d
 		}
 		if rl := r.RateLimiter; rl != nil {
 			period, err := time.ParseDuration(rl.Period)
 			if err != nil {
-				return nil, errclass.Terminal(fmt.Errorf("%s: request.ratelimiter.period %q: %v", what, rl.Period, err))
+				return nil, errclass.Terminal(fmt.Errorf("%s: request.ratelimiter.period %q: %w", what, rl.Period, err))
 			}
 			if !h.limiter.Allow(v.Method+"-"+strings.Split(v.URL, "?")[0], rl.Limit, period) {
 				return nil, fmt.Errorf("%s: request exceeds the rate limiter", what)
@@ -143,7 +143,7 @@ func (h *httpDoer) request(ctx context.Context, v wfhttp.RequestVars, rt provide
 	defer hc.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, v.Method, v.URL, strings.NewReader(body))
 	if err != nil {
-		return nil, errclass.Terminal(fmt.Errorf("%s: %v", what, unwrapURLError(err)))
+		return nil, errclass.Terminal(fmt.Errorf("%s: %w", what, unwrapURLError(err)))
 	}
 	req.Header, req.Trailer = header, trailer
 	resp, err := hc.Do(req)
@@ -225,7 +225,7 @@ func tlsConfigFromSecret(ctx context.Context, rt providertypes.RuntimeParams, c 
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("tls_config: Secret %s/%s not found", ns, name)
 		}
-		return nil, fmt.Errorf("tls_config: reading Secret %s/%s: %v", ns, name, err)
+		return nil, fmt.Errorf("tls_config: reading Secret %s/%s: %w", ns, name, err)
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
 	if ca := pemData(s.Data["ca.crt"]); len(ca) > 0 {

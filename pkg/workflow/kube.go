@@ -106,7 +106,7 @@ func readObject(ctx context.Context, params *kube.ResourceParams) (*kube.Resourc
 		return nil, failRefused(ctx, params.RuntimeParams, what, err)
 	}
 	if err := c.Get(ctx, key, obj); err != nil {
-		if ferr := failRefused(ctx, params.RuntimeParams, what, err); ferr != err {
+		if ferr := failRefused(ctx, params.RuntimeParams, what, err); ferr != err { //nolint:errorlint // identity, not a sentinel: did failRefused replace err?
 			return nil, ferr
 		}
 		return &kube.ResourceReturns{Returns: kube.ResourceReturnVars{Resource: obj, Error: err.Error()}}, nil
@@ -132,7 +132,7 @@ func listObjects(ctx context.Context, params *kube.ResourceParams) (*kube.ListRe
 		return nil, failRefused(ctx, params.RuntimeParams, what, err)
 	}
 	if err := c.List(ctx, list, opts...); err != nil {
-		if ferr := failRefused(ctx, params.RuntimeParams, what, err); ferr != err {
+		if ferr := failRefused(ctx, params.RuntimeParams, what, err); ferr != err { //nolint:errorlint // identity, not a sentinel: did failRefused replace err?
 			return nil, ferr
 		}
 		return &kube.ListReturns{Returns: kube.ListReturnVars{Resources: list, Error: err.Error()}}, nil
@@ -165,7 +165,7 @@ func deleteObject(ctx context.Context, params *kube.ResourceParams) (*kube.Resou
 		}
 		err = c.DeleteAllOf(ctx, obj, &client.DeleteAllOfOptions{ListOptions: client.ListOptions{Namespace: f.Namespace, LabelSelector: sel}})
 		if err != nil {
-			if ferr := failRefused(ctx, params.RuntimeParams, what, err); ferr != err {
+			if ferr := failRefused(ctx, params.RuntimeParams, what, err); ferr != err { //nolint:errorlint // identity, not a sentinel: did failRefused replace err?
 				return nil, ferr
 			}
 			return &kube.ResourceReturns{Returns: kube.ResourceReturnVars{Resource: obj, Error: err.Error()}}, nil
@@ -173,7 +173,7 @@ func deleteObject(ctx context.Context, params *kube.ResourceParams) (*kube.Resou
 		return nil, nil
 	}
 	if err := c.Delete(ctx, obj); err != nil {
-		if ferr := failRefused(ctx, params.RuntimeParams, what, err); ferr != err {
+		if ferr := failRefused(ctx, params.RuntimeParams, what, err); ferr != err { //nolint:errorlint // identity, not a sentinel: did failRefused replace err?
 			return nil, ferr
 		}
 		return &kube.ResourceReturns{Returns: kube.ResourceReturnVars{Resource: obj, Error: err.Error()}}, nil

@@ -185,7 +185,6 @@ func run(ctx context.Context, c config, binFlag string, out, errOut io.Writer) e
 			return fmt.Errorf("building the controller: %w", err)
 		}
 	}
-	var results []*result
 	for i, n := range c.counts {
 		fmt.Fprintf(errOut, "measuring %d Applications on a cluster of %d nodes …\n", n, c.nodes)
 		r, err := measure(ctx, c, n, c.keep && i == len(c.counts)-1, errOut)
@@ -195,7 +194,6 @@ func run(ctx context.Context, c config, binFlag string, out, errOut io.Writer) e
 			}
 			return fmt.Errorf("%d Applications: %w", n, err)
 		}
-		results = append(results, r)
 		report(out, c, r)
 	}
 	return nil
@@ -324,7 +322,7 @@ wait:
 		case <-ctx.Done():
 			return r, ctx.Err()
 		case <-proc.exited:
-			return r, fmt.Errorf("the controller exited: %v", proc.err)
+			return r, fmt.Errorf("the controller exited: %w", proc.err)
 		case <-deadline.C:
 			return r, fmt.Errorf("not all running after %s: %s", c.timeout, w.summary())
 		case <-tick.C:
@@ -479,7 +477,7 @@ func startController(c config, home, kubeconfig string) (*controllerProc, error)
 		}
 		select {
 		case <-p.exited:
-			return p, fmt.Errorf("the controller exited at start: %v", p.err)
+			return p, fmt.Errorf("the controller exited at start: %w", p.err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -168,7 +168,10 @@ func run(counts []int, runs int, binFlag string, timeout time.Duration, verbose 
 	defer func() {
 		cancel()
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "controller:", err)
+			}
 		case <-time.After(30 * time.Second):
 		}
 	}()
@@ -306,7 +309,7 @@ func deployOnce(ctx context.Context, hubClient client.Client, clusters []*cluste
 			break
 		}
 		if time.Now().After(deadline.Add(timeout)) {
-			return smp, fmt.Errorf("the Application was not deleted in time: %v", err)
+			return smp, fmt.Errorf("the Application was not deleted in time: %w", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
