@@ -53,6 +53,7 @@ func bindFlags(fs *flag.FlagSet, o *manager.Options) {
 	fs.IntVar(&o.Budgets.MaxComponents, appfile.FlagMaxComponents, d.Budgets.MaxComponents, "components one Application may have; more are refused by the webhook and the controller")
 	fs.IntVar(&o.Budgets.MaxTraitsPerComponent, appfile.FlagMaxTraitsPerComponent, d.Budgets.MaxTraitsPerComponent, "traits one component may have; more are refused by the webhook and the controller")
 	fs.IntVar(&o.Budgets.MaxApplicationBytes, appfile.FlagMaxApplicationBytes, d.Budgets.MaxApplicationBytes, "bytes of an Application's spec (as JSON); a larger one is refused by the webhook and the controller")
+	fs.IntVar(&o.Budgets.MaxRenderedObjects, appfile.FlagMaxRenderedObjects, d.Budgets.MaxRenderedObjects, "objects one rendering of an Application (all its components and traits) may produce; more fail its run before anything is applied")
 	fs.Func(egress.FlagAllow, "networks (CIDRs), addresses or host names that requests made for Applications (request, webhook and notification steps, Helm chart sources) may reach although they are loopback or link-local; comma-separated or repeated (the controller's own ports stay refused)", func(v string) error {
 		for _, a := range strings.Split(v, ",") {
 			if a = strings.TrimSpace(a); a != "" {

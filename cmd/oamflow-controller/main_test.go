@@ -42,8 +42,8 @@ func TestFlags(t *testing.T) {
 			assert.Equal(t, 10*time.Minute, o.DefaultStepTimeout)
 			assert.Equal(t, appfile.DefaultBudgets(), o.Budgets)
 		}, ""},
-		{"budgets", []string{"--max-components=20", "--max-traits-per-component=3", "--max-application-bytes=4096"}, func(t *testing.T, o manager.Options) {
-			assert.Equal(t, appfile.Budgets{MaxComponents: 20, MaxTraitsPerComponent: 3, MaxApplicationBytes: 4096}, o.Budgets)
+		{"budgets", []string{"--max-components=20", "--max-traits-per-component=3", "--max-application-bytes=4096", "--max-rendered-objects=7"}, func(t *testing.T, o manager.Options) {
+			assert.Equal(t, appfile.Budgets{MaxComponents: 20, MaxTraitsPerComponent: 3, MaxApplicationBytes: 4096, MaxRenderedObjects: 7}, o.Budgets)
 		}, ""},
 		{"outbound allow-list", []string{"--outbound-allow=127.0.0.0/8,registry.local", "--outbound-allow=169.254.169.254", "--outbound-max-response-bytes=4096"}, func(t *testing.T, o manager.Options) {
 			assert.Equal(t, []string{"127.0.0.0/8", "registry.local", "169.254.169.254"}, o.Outbound.Allow)

@@ -25,6 +25,12 @@ type Budgets struct {
 	// MaxApplicationBytes bounds the JSON size of the Application's spec
 	// (flag --max-application-bytes).
 	MaxApplicationBytes int
+	// MaxRenderedObjects bounds the objects one rendering of the
+	// Application produces, all components and traits for one target
+	// (flag --max-rendered-objects). Checked where rendering happens: the
+	// controller before a run applies anything, dry-run and up; the
+	// webhook does not render.
+	MaxRenderedObjects int
 }
 
 // The flags that set Budgets, named in the errors of an Application over
@@ -33,14 +39,16 @@ const (
 	FlagMaxComponents         = "max-components"
 	FlagMaxTraitsPerComponent = "max-traits-per-component"
 	FlagMaxApplicationBytes   = "max-application-bytes"
+	FlagMaxRenderedObjects    = "max-rendered-objects"
 )
 
 // DefaultBudgets returns the budgets used when none are set: 500
-// components, 50 traits per component and a 1 MiB spec. A Kubernetes
+// components, 50 traits per component, a 1 MiB spec and 2,000 rendered
+// objects. A Kubernetes
 // object cannot be much larger than 1.5 MiB (etcd's request limit), and
 // every component costs a CUE evaluation per reconcile.
 func DefaultBudgets() Budgets {
-	return Budgets{MaxComponents: 500, MaxTraitsPerComponent: 50, MaxApplicationBytes: 1 << 20}
+	return Budgets{MaxComponents: 500, MaxTraitsPerComponent: 50, MaxApplicationBytes: 1 << 20, MaxRenderedObjects: 2000}
 }
 
 // Validate refuses budgets below 1, naming the flag: a budget of 0 would
@@ -51,7 +59,7 @@ func (b Budgets) Validate() error {
 	for _, f := range []struct {
 		flag string
 		v    int
-	}{{FlagMaxComponents, b.MaxComponents}, {FlagMaxTraitsPerComponent, b.MaxTraitsPerComponent}, {FlagMaxApplicationBytes, b.MaxApplicationBytes}} {
+	}{{FlagMaxComponents, b.MaxComponents}, {FlagMaxTraitsPerComponent, b.MaxTraitsPerComponent}, {FlagMaxApplicationBytes, b.MaxApplicationBytes}, {FlagMaxRenderedObjects, b.MaxRenderedObjects}} {
 		if f.v < 1 {
 			errs = append(errs, fmt.Errorf("--%s must be at least 1, got %d", f.flag, f.v))
 		}
@@ -69,6 +77,9 @@ func (b Budgets) withDefaults() Budgets {
 	}
 	if b.MaxApplicationBytes <= 0 {
 		b.MaxApplicationBytes = d.MaxApplicationBytes
+	}
+	if b.MaxRenderedObjects <= 0 {
+		b.MaxRenderedObjects = d.MaxRenderedObjects
 	}
 	return b
 }
@@ -105,4 +116,16 @@ func checkBudgets(app *v1beta1.Application, b Budgets) []FieldError {
 		}
 	}
 	return errs
+}
+
+// CheckRenderedObjects refuses a rendering of af (one target: every
+// component and trait) that produced n objects, more than the budget ctx
+// carries: an *InvalidError naming the count, the limit and its flag.
+func CheckRenderedObjects(ctx context.Context, af *AppFile, n int) error {
+	b := BudgetsFrom(ctx)
+	if n <= b.MaxRenderedObjects {
+		return nil
+	}
+	return &InvalidError{App: af.Namespace + "/" + af.Name, Errors: []FieldError{{Path: "spec.components",
+		Message: fmt.Sprintf("renders %d objects; the limit is %d (--%s)", n, b.MaxRenderedObjects, FlagMaxRenderedObjects)}}}
 }

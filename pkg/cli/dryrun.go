@@ -107,6 +107,7 @@ func addBudgetFlags(f *pflag.FlagSet, b *appfile.Budgets) {
 	f.IntVar(&b.MaxComponents, appfile.FlagMaxComponents, d.MaxComponents, "components one Application may have (as the controller's flag)")
 	f.IntVar(&b.MaxTraitsPerComponent, appfile.FlagMaxTraitsPerComponent, d.MaxTraitsPerComponent, "traits one component may have (as the controller's flag)")
 	f.IntVar(&b.MaxApplicationBytes, appfile.FlagMaxApplicationBytes, d.MaxApplicationBytes, "bytes of an Application's spec as JSON (as the controller's flag)")
+	f.IntVar(&b.MaxRenderedObjects, appfile.FlagMaxRenderedObjects, d.MaxRenderedObjects, "objects one rendering of an Application may produce (as the controller's flag)")
 }
 
 // standalonePolicy is a core.oam.dev/v1alpha1 Policy object.
@@ -481,6 +482,9 @@ func dryRunApp(ctx context.Context, app *v1beta1.Application, src appfile.Defini
 					warned[w] = true
 					printWarnings(errOut, app, []string{w})
 				}
+			}
+			if err := appfile.CheckRenderedObjects(ctx, af, len(res)); err != nil {
+				return nil, asUserError(err)
 			}
 			if res, err = charts.expand(ctx, af.Namespace, res, errOut); err != nil {
 				return nil, err

@@ -196,6 +196,13 @@ func TestDryRunBadInput(t *testing.T) {
 			want:   []string{`spec.components: 2 components; the limit is 1 (--max-components)`},
 		},
 		{
+			reason: "rendered objects over their budget",
+			file:   header + "    - {name: a, type: webservice, properties: {image: x, ports: [{port: 80, expose: true}]}}\n",
+			args:   []string{"--max-rendered-objects=1"},
+			code:   ExitUserError,
+			want:   []string{`application default/a is invalid: spec.components: renders 2 objects; the limit is 1 (--max-rendered-objects)`},
+		},
+		{
 			reason: "a zero budget is refused, not silently taken as the default",
 			file:   header + "    - {name: a, type: webservice, properties: {image: x}}\n",
 			args:   []string{"--max-components=0"},

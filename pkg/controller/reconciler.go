@@ -624,7 +624,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) error {
 	}
 	d := r.deployer(s)
 	cache := newRenderCache(s.af)
-	deferred := 0
+	deferred, objects := 0, 0
 	for i, comp := range s.af.Components {
 		// Components taking workflow inputs, or missing a property their
 		// override policies supply, render in their step.
@@ -641,6 +641,12 @@ func (r *Reconciler) render(ctx context.Context, s *scope) error {
 		cache.put(comp.Name, res)
 		for _, w := range render.AppliesToWarnings(s.af, res) {
 			r.recorder.Event(app, "Warning", common.ReasonValidationWarning, w)
+		}
+		objects += len(res)
+		if err := appfile.CheckRenderedObjects(ctx, s.af, objects); err != nil {
+			err = &userError{err: err}
+			setRenderCondition(app, 0, 0, err)
+			return err
 		}
 	}
 	s.prerendered = cache
