@@ -18,35 +18,24 @@ import (
 	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
-// Action is what an operation did to a release.
-type Action string
-
-// Actions reported in Result.Action.
-const (
-	ActionInstalled   Action = "Installed"
-	ActionUpgraded    Action = "Upgraded"
-	ActionUnchanged   Action = "Unchanged"
-	ActionRolledBack  Action = "RolledBack"
-	ActionUninstalled Action = "Uninstalled"
-	ActionNotFound    Action = "NotFound"
-	// ActionNotOwned: the release belongs to another Application (or to
-	// none) and was left alone.
-	ActionNotOwned Action = "NotOwned"
-	// ActionPending: another operation holds the release and its grace
-	// period has not passed; Result.RetryAfter says when to look again.
-	ActionPending Action = "Pending"
+// Action, Result and their constants are the release contract's
+// (helmspec): see there.
+type (
+	Action = helmspec.Action
+	Result = helmspec.Result
 )
 
-// Result reports one operation.
-type Result struct {
-	Action  Action
-	Release ReleaseInfo
-	// Recovery is non-empty when a stuck or failed release was repaired on
-	// the way (which release, what state, what was done); worth an Event.
-	Recovery string
-	// RetryAfter is set with ActionPending.
-	RetryAfter time.Duration
-}
+// Actions reported in Result.Action: see helmspec.
+const (
+	ActionInstalled   = helmspec.ActionInstalled
+	ActionUpgraded    = helmspec.ActionUpgraded
+	ActionUnchanged   = helmspec.ActionUnchanged
+	ActionRolledBack  = helmspec.ActionRolledBack
+	ActionUninstalled = helmspec.ActionUninstalled
+	ActionNotFound    = helmspec.ActionNotFound
+	ActionNotOwned    = helmspec.ActionNotOwned
+	ActionPending     = helmspec.ActionPending
+)
 
 func infoOf(r *release.Release) ReleaseInfo {
 	if r == nil {
@@ -62,9 +51,8 @@ func infoOf(r *release.Release) ReleaseInfo {
 	return ri
 }
 
-// ErrOperationInProgress is returned with ActionPending: the release is in
-// a pending-* state younger than the grace period.
-var ErrOperationInProgress = errors.New("another operation on the release is in progress")
+// ErrOperationInProgress is helmspec.ErrOperationInProgress.
+var ErrOperationInProgress = helmspec.ErrOperationInProgress
 
 // Client runs Helm operations for oamflow. All cluster access goes through
 // its Factory; charts come from its ChartFetcher; Secrets and ConfigMaps
@@ -139,19 +127,8 @@ func releaseLabels(req Request, d *desired) map[string]string {
 	return l
 }
 
-// ReleaseOwner is who a release belongs to (Client.Owner).
-type ReleaseOwner struct {
-	// Exists is false when there is no release of that name.
-	Exists bool
-	// Owner is the Application recorded on the release's newest revision;
-	// zero when none is.
-	Owner Owner
-	// Oamflow reports that oamflow made the newest revision (it carries
-	// LabelDigest): with a zero Owner, a release installed before releases
-	// recorded their owner.
-	Oamflow bool
-	Release ReleaseInfo
-}
+// ReleaseOwner is helmspec.ReleaseOwner (Client.Owner's answer).
+type ReleaseOwner = helmspec.ReleaseOwner
 
 // Owner reads who owns release name in namespace on cluster.
 func (c *Client) Owner(ctx context.Context, cluster, namespace, name string) (ReleaseOwner, error) {

@@ -13,12 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/errclass"
-	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 )
 
@@ -81,7 +81,7 @@ func (k *Keeper) Apply(ctx context.Context, cluster string, objs []*unstructured
 	for _, obj := range objs {
 		var p *plan
 		var err error
-		if helm.IsHelmRelease(obj) {
+		if helmspec.IsHelmRelease(obj) {
 			p, err = k.planRelease(ctx, cluster, obj, false)
 		} else {
 			p, err = k.plan(ctx, c, cluster, obj, false)
@@ -168,7 +168,7 @@ func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj 
 	ref := refOf(cluster, d)
 	if err := checkScope(ctx, cluster, d); err != nil {
 		if stateKeep {
-			ctrl.LoggerFrom(ctx).V(1).Info("leaving an object outside the Application's scope", "object", klog.KObj(d), "cluster", cluster, "reason", err.Error())
+			logf.FromContext(ctx).V(1).Info("leaving an object outside the Application's scope", "object", klog.KObj(d), "cluster", cluster, "reason", err.Error())
 			return &plan{desired: d}, nil
 		}
 		return nil, err
@@ -220,7 +220,7 @@ func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj 
 			p.adopt = true
 		default:
 			if stateKeep {
-				ctrl.LoggerFrom(ctx).V(1).Info("leaving an object now owned by someone else", "object", klog.KObj(live), "ownerApp", ownerNs+"/"+ownerName)
+				logf.FromContext(ctx).V(1).Info("leaving an object now owned by someone else", "object", klog.KObj(live), "ownerApp", ownerNs+"/"+ownerName)
 				return p, nil
 			}
 			if !otherApp {
@@ -354,7 +354,7 @@ func retainLive(d, live *unstructured.Unstructured, paths []string) error {
 // execute performs the planned write.
 func (k *Keeper) execute(ctx context.Context, c client.Client, cluster string, p *plan) error {
 	ref := refString(refOf(cluster, p.desired))
-	log := ctrl.LoggerFrom(ctx)
+	log := logf.FromContext(ctx)
 	switch p.action {
 	case actJoinShare:
 		list := append(sharers(p.live), k.ownerKey())

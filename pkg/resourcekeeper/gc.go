@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 )
@@ -296,7 +296,7 @@ func (k *Keeper) collectOne(ctx context.Context, e v1beta1.ManagedResource, appD
 		return k.collectRelease(ctx, e, appDelete)
 	}
 	ref := refString(e.ClusterObjectReference)
-	log := ctrl.LoggerFrom(ctx)
+	log := logf.FromContext(ctx)
 	c, err := k.clients.Client(ctx, e.Cluster)
 	if err != nil {
 		return outPending, err

@@ -16,24 +16,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
-	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // HelmClient is the part of *helm.Client that NewHelmReleases uses.
 type HelmClient interface {
-	Ensure(ctx context.Context, req helm.Request) (helm.Result, error)
-	UninstallOwned(ctx context.Context, cluster, namespace, name string, owner helm.Owner, opts helm.Options) (helm.Result, error)
-	Owner(ctx context.Context, cluster, namespace, name string) (helm.ReleaseOwner, error)
+	Ensure(ctx context.Context, req helmspec.Request) (helmspec.Result, error)
+	UninstallOwned(ctx context.Context, cluster, namespace, name string, owner helmspec.Owner, opts helmspec.Options) (helmspec.Result, error)
+	Owner(ctx context.Context, cluster, namespace, name string) (helmspec.ReleaseOwner, error)
 }
 
 // NewHelmReleases returns the ReleaseHandler backed by a Helm client
 // (normally *helm.Client): Ensure parses the HelmRelease spec
-// (helm.SpecFromObject) and calls Client.Ensure, which installs, upgrades,
+// (helmspec.SpecFromObject) and calls Client.Ensure, which installs, upgrades,
 // or does nothing when chart digest, merged values and release name are
 // unchanged; Uninstall calls Client.Uninstall with the options last
 // ensured. An invalid spec, a chart its source does not have
-// (helm.ErrChartNotFound) and a chart refused by a guard
-// (helm.ErrUnsafeChart) give errors for which apierrors.IsInvalid is true
+// (helmspec.ErrChartNotFound) and a chart refused by a guard
+// (helmspec.ErrUnsafeChart) give errors for which apierrors.IsInvalid is true
 // (and errors.Is still finds the helm error), so that a workflow step fails
 // at once instead of retrying the same spec.
 //
@@ -73,15 +73,15 @@ type helmReleases struct {
 }
 
 func (h helmReleases) Ensure(ctx context.Context, cluster, appNamespace string, obj *unstructured.Unstructured) (ReleaseResult, error) {
-	spec, err := helm.SpecFromObject(obj, releaseDefaults(obj, appNamespace))
+	spec, err := helmspec.SpecFromObject(obj, releaseDefaults(obj, appNamespace))
 	if err != nil {
 		return ReleaseResult{}, invalidRelease(obj, err)
 	}
 	owner := appOwner(obj)
-	res, err := h.c.Ensure(ctx, helm.Request{Cluster: cluster, Namespace: appNamespace, Spec: spec, Owner: &owner})
+	res, err := h.c.Ensure(ctx, helmspec.Request{Cluster: cluster, Namespace: appNamespace, Spec: spec, Owner: &owner})
 	out := ReleaseResult{Action: string(res.Action), Revision: res.Release.Revision, Recovery: res.Recovery, RetryAfter: res.RetryAfter}
 	h.record(ctx, obj, cluster, spec, res, err)
-	if errors.Is(err, helm.ErrChartNotFound) || errors.Is(err, helm.ErrUnsafeChart) {
+	if errors.Is(err, helmspec.ErrChartNotFound) || errors.Is(err, helmspec.ErrUnsafeChart) {
 		err = invalidRelease(obj, err)
 	}
 	return out, err
@@ -91,8 +91,8 @@ func (h helmReleases) Ensure(ctx context.Context, cluster, appNamespace string, 
 // after it failed), then a failure. Another operation holding the release
 // is no failure. Messages come from package helm, which keeps credentials
 // out of them.
-func (h helmReleases) record(ctx context.Context, obj *unstructured.Unstructured, cluster string, spec *helm.Spec, res helm.Result, err error) {
-	if h.events == nil || (res.Recovery == "" && (err == nil || errors.Is(err, helm.ErrOperationInProgress))) {
+func (h helmReleases) record(ctx context.Context, obj *unstructured.Unstructured, cluster string, spec *helmspec.Spec, res helmspec.Result, err error) {
+	if h.events == nil || (res.Recovery == "" && (err == nil || errors.Is(err, helmspec.ErrOperationInProgress))) {
 		return
 	}
 	app := h.application(ctx, obj)
@@ -106,7 +106,7 @@ func (h helmReleases) record(ctx context.Context, obj *unstructured.Unstructured
 	if res.Recovery != "" {
 		h.events.Eventf(app, corev1.EventTypeNormal, EventReasonReleaseRecovered, "%s%s", res.Recovery, where)
 	}
-	if err != nil && !errors.Is(err, helm.ErrOperationInProgress) {
+	if err != nil && !errors.Is(err, helmspec.ErrOperationInProgress) {
 		h.events.Eventf(app, corev1.EventTypeWarning, EventReasonReleaseFailed, "helm release %s/%s%s: %v", spec.Release.Namespace, spec.Release.Name, where, err)
 	}
 }
@@ -131,27 +131,27 @@ func (h helmReleases) application(ctx context.Context, obj *unstructured.Unstruc
 
 // Uninstall uninstalls the tracked release only while it is the tracking
 // Application's (the owner its HelmRelease recorded): helm.Client's
-// UninstallOwned returns a *helm.NotOwnedError otherwise.
+// UninstallOwned returns a *helmspec.NotOwnedError otherwise.
 func (h helmReleases) Uninstall(ctx context.Context, cluster string, tracked v1beta1.ManagedResource) error {
 	_, err := h.c.UninstallOwned(ctx, cluster, tracked.Namespace, tracked.Name, appOwner(trackedObject(tracked)), trackedOptions(tracked))
 	return err
 }
 
-func (h helmReleases) Owner(ctx context.Context, cluster, namespace, name string) (helm.ReleaseOwner, error) {
+func (h helmReleases) Owner(ctx context.Context, cluster, namespace, name string) (helmspec.ReleaseOwner, error) {
 	return h.c.Owner(ctx, cluster, namespace, name)
 }
 
 // appOwner is the Application a HelmRelease object's labels name.
-func appOwner(obj *unstructured.Unstructured) helm.Owner {
+func appOwner(obj *unstructured.Unstructured) helmspec.Owner {
 	l := obj.GetLabels()
-	return helm.Owner{Name: l[v1beta1.LabelAppName], Namespace: l[v1beta1.LabelAppNamespace]}
+	return helmspec.Owner{Name: l[v1beta1.LabelAppName], Namespace: l[v1beta1.LabelAppNamespace]}
 }
 
 // trackedOptions returns spec.options of the HelmRelease a tracker entry
 // recorded; defaults when there is none or it cannot be read (the release
 // must be uninstallable whatever its spec became).
-func trackedOptions(e v1beta1.ManagedResource) helm.Options {
-	var opts helm.Options
+func trackedOptions(e v1beta1.ManagedResource) helmspec.Options {
+	var opts helmspec.Options
 	obj, err := decodeData(e.Data)
 	if err != nil {
 		return opts
@@ -165,7 +165,7 @@ func trackedOptions(e v1beta1.ManagedResource) helm.Options {
 		return opts
 	}
 	if err := json.Unmarshal(b, &opts); err != nil {
-		return helm.Options{}
+		return helmspec.Options{}
 	}
 	return opts
 }
@@ -192,10 +192,10 @@ func invalidRelease(obj *unstructured.Unstructured, err error) error {
 	var list field.ErrorList
 	chart := field.NewPath("spec", "chart")
 	switch {
-	case errors.Is(err, helm.ErrChartNotFound):
+	case errors.Is(err, helmspec.ErrChartNotFound):
 		source, _, _ := unstructured.NestedString(obj.Object, "spec", "chart", "source")
 		list = append(list, field.Invalid(chart.Child("source"), source, err.Error()))
-	case errors.Is(err, helm.ErrUnsafeChart):
+	case errors.Is(err, helmspec.ErrUnsafeChart):
 		list = append(list, field.Forbidden(chart, err.Error()))
 	default:
 		var errs []error
@@ -214,6 +214,6 @@ func invalidRelease(obj *unstructured.Unstructured, err error) error {
 			list = append(list, &field.Error{Type: field.ErrorTypeInvalid, Field: "spec", BadValue: field.OmitValueType{}, Detail: e.Error()})
 		}
 	}
-	status := apierrors.NewInvalid(schema.GroupKind{Group: helm.Group, Kind: helm.Kind}, obj.GetName(), list)
+	status := apierrors.NewInvalid(schema.GroupKind{Group: helmspec.Group, Kind: helmspec.Kind}, obj.GetName(), list)
 	return &invalidReleaseError{status: status, err: err}
 }

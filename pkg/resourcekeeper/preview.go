@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
-	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // Change is what Apply would do with one object (see Preview).
@@ -40,7 +40,7 @@ func (k *Keeper) Preview(ctx context.Context, cluster string, objs []*unstructur
 	out := make([]Change, 0, len(objs))
 	for _, obj := range objs {
 		ch := Change{Object: refOf(cluster, obj)}
-		if helm.IsHelmRelease(obj) {
+		if helmspec.IsHelmRelease(obj) {
 			out = append(out, ch)
 			continue
 		}

@@ -9,15 +9,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
-	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // ReleaseHandler installs, upgrades and uninstalls the Helm releases behind
-// virtual HelmRelease objects (helm.IsHelmRelease), which are never applied
+// virtual HelmRelease objects (helmspec.IsHelmRelease), which are never applied
 // to a cluster (routing contract: package helm's documentation).
 // NewHelmReleases adapts a *helm.Client.
 type ReleaseHandler interface {
@@ -32,10 +32,10 @@ type ReleaseHandler interface {
 	// Uninstall removes the release a tracker entry records (Namespace and
 	// Name are the release's; Data is the HelmRelease last ensured, or nil).
 	// A release that does not exist is not an error; one that is no longer
-	// the Application's is left installed with a *helm.NotOwnedError.
+	// the Application's is left installed with a *helmspec.NotOwnedError.
 	Uninstall(ctx context.Context, cluster string, tracked v1beta1.ManagedResource) error
 	// Owner reads who owns release name in namespace on cluster.
-	Owner(ctx context.Context, cluster, namespace, name string) (helm.ReleaseOwner, error)
+	Owner(ctx context.Context, cluster, namespace, name string) (helmspec.ReleaseOwner, error)
 }
 
 // ReleaseResult reports one Ensure.
@@ -57,7 +57,7 @@ var ErrNoReleaseHandler = errors.New("helm components need the controller's Helm
 
 // isReleaseEntry reports whether a tracker entry records a Helm release.
 func isReleaseEntry(e v1beta1.ManagedResource) bool {
-	return e.APIVersion == helm.APIVersion && e.Kind == helm.Kind
+	return e.APIVersion == helmspec.APIVersion && e.Kind == helmspec.Kind
 }
 
 // planRelease prepares a virtual HelmRelease: our ownership labels, the
@@ -84,7 +84,7 @@ func (k *Keeper) planRelease(ctx context.Context, cluster string, obj *unstructu
 	labels[v1beta1.LabelAppName] = k.appName
 	labels[v1beta1.LabelAppNamespace] = k.appNamespace
 	d.SetLabels(labels)
-	spec, err := helm.SpecFromObject(d, releaseDefaults(d, k.appNamespace))
+	spec, err := helmspec.SpecFromObject(d, releaseDefaults(d, k.appNamespace))
 	if err != nil {
 		return nil, invalidRelease(d, err)
 	}
@@ -103,7 +103,7 @@ func (k *Keeper) planRelease(ctx context.Context, cluster string, obj *unstructu
 	if err := k.checkReleaseOwner(ctx, cluster, d); err != nil {
 		var oe *OwnershipError
 		if stateKeep && errors.As(err, &oe) {
-			ctrl.LoggerFrom(ctx).V(1).Info("leaving a helm release that is not ours", "release", klog.KObj(d), "cluster", cluster, "reason", err.Error())
+			logf.FromContext(ctx).V(1).Info("leaving a helm release that is not ours", "release", klog.KObj(d), "cluster", cluster, "reason", err.Error())
 			return p, nil
 		}
 		return nil, err
@@ -121,14 +121,14 @@ func (k *Keeper) checkReleaseOwner(ctx context.Context, cluster string, d *unstr
 	if err != nil {
 		return fmt.Errorf("reading the owner of %s: %w", refString(ref), denied(ctx, err))
 	}
-	us := helm.Owner{Name: k.appName, Namespace: k.appNamespace}
+	us := helmspec.Owner{Name: k.appName, Namespace: k.appNamespace}
 	switch {
 	case !own.Exists, own.Owner == us:
 		return nil
 	case !own.Owner.IsZero():
 		return &OwnershipError{Object: ref, OwnerName: own.Owner.Name, OwnerNamespace: own.Owner.Namespace, TakeOver: k.policies.takeOver(d)}
 	case k.policies.takeOver(d):
-		ctrl.LoggerFrom(ctx).Info("taking over a helm release", "release", klog.KObj(d), "cluster", cluster)
+		logf.FromContext(ctx).Info("taking over a helm release", "release", klog.KObj(d), "cluster", cluster)
 		return nil
 	case own.Oamflow:
 		tracked, err := k.tracksRelease(ctx, ref)
@@ -153,19 +153,19 @@ func (k *Keeper) tracksRelease(ctx context.Context, ref common.ClusterObjectRefe
 
 // releaseDefaults are the defaults of a rendered HelmRelease: its
 // component's name (else its metadata.name) and the Application's namespace.
-func releaseDefaults(obj *unstructured.Unstructured, appNamespace string) helm.Defaults {
+func releaseDefaults(obj *unstructured.Unstructured, appNamespace string) helmspec.Defaults {
 	name := obj.GetLabels()[v1beta1.LabelAppComponent]
 	if name == "" {
 		name = obj.GetName()
 	}
-	return helm.Defaults{Name: name, Namespace: appNamespace}
+	return helmspec.Defaults{Name: name, Namespace: appNamespace}
 }
 
 // ensureRelease hands a planned HelmRelease to the ReleaseHandler.
 func (k *Keeper) ensureRelease(ctx context.Context, cluster string, p *plan) error {
 	ref := refString(refOf(cluster, p.desired))
 	res, err := k.releases.Ensure(ctx, normCluster(cluster), k.appNamespace, p.desired)
-	log := ctrl.LoggerFrom(ctx)
+	log := logf.FromContext(ctx)
 	if res.Recovery != "" {
 		log.Info("recovered a helm release", "release", klog.KObj(p.desired), "cluster", cluster, "recovery", res.Recovery)
 	}
@@ -175,7 +175,7 @@ func (k *Keeper) ensureRelease(ctx context.Context, cluster string, p *plan) err
 		}
 		return fmt.Errorf("%s: %w", ref, denied(ctx, err))
 	}
-	if res.Action != string(helm.ActionUnchanged) {
+	if res.Action != string(helmspec.ActionUnchanged) {
 		log.Info("ensured helm release", "release", klog.KObj(p.desired), "cluster", cluster, "action", res.Action, "revision", res.Revision)
 	}
 	return nil
@@ -188,7 +188,7 @@ func (k *Keeper) ensureRelease(ctx context.Context, cluster string, p *plan) err
 // and release name).
 func (k *Keeper) collectRelease(ctx context.Context, e v1beta1.ManagedResource, appDelete bool) (outcome, error) {
 	ref := refString(e.ClusterObjectReference)
-	log := ctrl.LoggerFrom(ctx)
+	log := logf.FromContext(ctx)
 	obj := trackedObject(e)
 	rule := k.gcRule(obj)
 	if !appDelete && (rule.Strategy == GCNever || rule.Strategy == GCOnAppDelete ||
@@ -206,7 +206,7 @@ func (k *Keeper) collectRelease(ctx context.Context, e v1beta1.ManagedResource, 
 		return outPending, fmt.Errorf("uninstalling %s: %w", ref, ErrNoReleaseHandler)
 	}
 	if err := k.releases.Uninstall(ctx, normCluster(e.Cluster), e); err != nil {
-		var no *helm.NotOwnedError
+		var no *helmspec.NotOwnedError
 		if errors.As(err, &no) {
 			// Someone else's now: dropped from our books, left installed.
 			log.Info("left a helm release that is not ours", "release", klog.KRef(e.Namespace, e.Name), "cluster", e.Cluster, "reason", err.Error())
@@ -241,13 +241,13 @@ type ReleaseHandlerFns struct {
 	EnsureFn    func(ctx context.Context, cluster, appNamespace string, obj *unstructured.Unstructured) (ReleaseResult, error)
 	UninstallFn func(ctx context.Context, cluster string, tracked v1beta1.ManagedResource) error
 	// OwnerFn nil: no release exists.
-	OwnerFn func(ctx context.Context, cluster, namespace, name string) (helm.ReleaseOwner, error)
+	OwnerFn func(ctx context.Context, cluster, namespace, name string) (helmspec.ReleaseOwner, error)
 }
 
 // Owner calls OwnerFn.
-func (f ReleaseHandlerFns) Owner(ctx context.Context, cluster, namespace, name string) (helm.ReleaseOwner, error) {
+func (f ReleaseHandlerFns) Owner(ctx context.Context, cluster, namespace, name string) (helmspec.ReleaseOwner, error) {
 	if f.OwnerFn == nil {
-		return helm.ReleaseOwner{}, nil
+		return helmspec.ReleaseOwner{}, nil
 	}
 	return f.OwnerFn(ctx, cluster, namespace, name)
 }
@@ -255,7 +255,7 @@ func (f ReleaseHandlerFns) Owner(ctx context.Context, cluster, namespace, name s
 // Ensure calls EnsureFn.
 func (f ReleaseHandlerFns) Ensure(ctx context.Context, cluster, appNamespace string, obj *unstructured.Unstructured) (ReleaseResult, error) {
 	if f.EnsureFn == nil {
-		return ReleaseResult{Action: string(helm.ActionUnchanged)}, nil
+		return ReleaseResult{Action: string(helmspec.ActionUnchanged)}, nil
 	}
 	return f.EnsureFn(ctx, cluster, appNamespace, obj)
 }

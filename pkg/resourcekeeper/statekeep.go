@@ -7,7 +7,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
-	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // StateKeep repairs drift: every object tracked by the current revision is
@@ -51,7 +51,7 @@ func (k *Keeper) keepOne(ctx context.Context, e v1beta1.ManagedResource) error {
 		return err
 	}
 	var p *plan
-	if helm.IsHelmRelease(obj) {
+	if helmspec.IsHelmRelease(obj) {
 		p, err = k.planRelease(ctx, e.Cluster, obj, true)
 	} else {
 		p, err = k.plan(ctx, c, e.Cluster, obj, true)
