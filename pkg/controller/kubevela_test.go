@@ -274,6 +274,21 @@ func TestUndecodableKubeVelaTracker(t *testing.T) {
 	assert.Equal(t, web.Generation, after.Generation, "nothing is applied")
 	assert.Equal(t, web.Spec.Replicas, after.Spec.Replicas)
 	assert.True(t, hasFinalizer(h.get(app), v1beta1.FinalizerResourceTracker), "not adopted")
+
+	// Deleting it waits for the record too, and Ready says why.
+	require.NoError(t, c.Delete(ctx, h.get(app)))
+	for i := 0; i < 2; i++ {
+		_, err := h.reconcile(app)
+		require.ErrorContains(t, err, "cannot be decoded")
+	}
+	got = h.get(app)
+	ready := meta.FindStatusCondition(got.Status.Conditions, common.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, common.ReasonDeleting, ready.Reason)
+	assert.Contains(t, ready.Message, "deleting the resources failed (retrying): deleting the resources of "+h.ns+"/broken: ResourceTracker broken-v9-"+h.ns+" cannot be decoded")
+	_, ok = h.deployment("worker")
+	assert.True(t, ok, "nothing is collected while the record cannot be read")
+	require.NoError(t, c.Delete(ctx, bad))
 }
 
 // flakyKeeper fails Apply of objects named fail while failing is set.

@@ -1009,7 +1009,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, app *v1beta1.Applicati
 	}
 	done, err := k.Delete(ctx)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("deleting the resources of %s/%s: %w", app.Namespace, app.Name, err)
+		err = fmt.Errorf("deleting the resources of %s/%s: %w", app.Namespace, app.Name, err)
+		r.reportDeleteFailure(ctx, app, err)
+		return ctrl.Result{}, err
 	}
 	if !done {
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
@@ -1078,5 +1080,21 @@ func stepContext(af *appfile.AppFile, rev string, n int64) map[string]any {
 		"appRevisionNum": n,
 		"appLabels":      labels,
 		"appAnnotations": annos,
+	}
+}
+
+// reportDeleteFailure says in Ready (and once in a Warning Event) why the
+// resources of a deleted Application cannot be deleted yet, so that a
+// deletion that waits is not silent; it is retried.
+func (r *Reconciler) reportDeleteFailure(ctx context.Context, app *v1beta1.Application, err error) {
+	msg := "deleting the resources failed (retrying): " + err.Error()
+	if c := meta.FindStatusCondition(app.Status.Conditions, common.ConditionReady); c != nil && c.Message == msg {
+		return
+	}
+	before := app.DeepCopy()
+	setCondition(app, common.ConditionReady, false, common.ReasonDeleting, msg)
+	r.recorder.Event(app, "Warning", common.ReasonDeleting, msg)
+	if perr := r.client.Status().Patch(ctx, app, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
+		ctrl.LoggerFrom(ctx).Error(perr, "patching status after a failed deletion")
 	}
 }

@@ -65,7 +65,19 @@ func (c *IdentityChecker) scope(app *v1beta1.Application) *scopeCheck {
 	}
 	for i, comp := range app.Spec.Components {
 		at := fmt.Sprintf("spec.components[%d].properties.objects", i)
-		switch comp.Type {
+		// A pinned version (k8s-objects@v1) is the same definition.
+		typ, _, _ := strings.Cut(comp.Type, "@")
+		switch typ {
+		case "helm":
+			if _, ns := release(comp.Properties); ns != "" {
+				field := fmt.Sprintf("spec.components[%d].properties.release.namespace (component %q)", i, comp.Name)
+				if hub {
+					s.check(field, tenancy.Object{Kind: "HelmRelease", Namespace: ns, Name: comp.Name})
+				}
+				if member {
+					s.check(field, tenancy.Object{Cluster: memberCluster, Kind: "HelmRelease", Namespace: ns, Name: comp.Name})
+				}
+			}
 		case "k8s-objects":
 			var props struct {
 				Objects []object `json:"objects"`
@@ -198,7 +210,16 @@ func (s *scopeCheck) mapping(o object) *meta.RESTMapping {
 }
 
 func (s *scopeCheck) checkStep(at, name, typ string, props *runtime.RawExtension) {
+	typ, _, _ = strings.Cut(typ, "@")
 	switch typ {
+	case "helm-install":
+		var p struct {
+			Cluster string `json:"cluster"`
+		}
+		if rel, ns := release(props); ns != "" && decode(props, &p) == nil {
+			s.check(fmt.Sprintf("%s.properties.release.namespace (step %q)", at, name),
+				tenancy.Object{Cluster: p.Cluster, Kind: "HelmRelease", Namespace: ns, Name: rel})
+		}
 	case "apply-object":
 		var p struct {
 			Value   object `json:"value"`
@@ -270,4 +291,19 @@ func decode(raw *runtime.RawExtension, into any) error {
 		return fmt.Errorf("no properties")
 	}
 	return json.Unmarshal(raw.Raw, into)
+}
+
+// release is properties.release's name and namespace of a helm component
+// or helm-install step ("" for what it does not name).
+func release(raw *runtime.RawExtension) (name, namespace string) {
+	var props struct {
+		Release struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"release"`
+	}
+	if decode(raw, &props) != nil {
+		return "", ""
+	}
+	return props.Release.Name, props.Release.Namespace
 }

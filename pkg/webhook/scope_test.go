@@ -110,6 +110,22 @@ func TestScopeCheck(t *testing.T) {
 			app:     spec{step: step("read-object", `{"apiVersion":"v1","kind":"Secret","name":"cloud-creds","namespace":"kube-system"}`)},
 			message: `spec.workflow.steps[0].properties.namespace (step "s"): ` + outside("Secret kube-system/cloud-creds", "team-a"),
 		},
+		{
+			reason:  "a pinned version of k8s-objects writing another namespace",
+			app:     spec{components: []common.ApplicationComponent{{Name: "cm", Type: "k8s-objects@v1", Properties: raw(`{"objects":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"team-b"}}]}`)}}},
+			message: outside("ConfigMap team-b/x", "team-a"),
+		},
+		{
+			reason:  "a helm component releasing into another namespace",
+			app:     spec{components: []common.ApplicationComponent{{Name: "db", Type: "helm", Properties: raw(`{"chart":{"source":"simple"},"release":{"namespace":"team-b"}}`)}}},
+			message: `spec.components[0].properties.release.namespace (component "db"): ` + outside("HelmRelease team-b/db", "team-a"),
+		},
+		{
+			reason:  "a helm-install step releasing into another namespace",
+			app:     spec{step: step("helm-install", `{"chart":{"source":"simple"},"release":{"name":"db","namespace":"team-b"}}`)},
+			message: `spec.workflow.steps[0].properties.release.namespace (step "s"): ` + outside("HelmRelease team-b/db", "team-a"),
+		},
+		{reason: "a helm component releasing into the app's namespace", app: spec{components: []common.ApplicationComponent{{Name: "db", Type: "helm", Properties: raw(`{"chart":{"source":"simple"},"release":{"namespace":"team-a"}}`)}}}},
 		{reason: "a read-object step reading the app's namespace", app: spec{step: step("read-object", `{"apiVersion":"v1","kind":"Secret","name":"x","namespace":"team-a"}`)}},
 	}
 	yes := true
