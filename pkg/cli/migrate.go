@@ -378,19 +378,9 @@ func (o *migrateOptions) preview(ctx context.Context, app *v1beta1.Application, 
 			r.reasons = append(r.reasons, fmt.Sprintf("component %q does not render with oamflow: %v", svc.Name, err))
 			continue
 		}
-		byCluster := map[string][]*unstructured.Unstructured{}
-		var clusters []string
-		for _, rs := range res {
-			if rs.Reference {
-				continue
-			}
-			if _, ok := byCluster[rs.Cluster]; !ok {
-				clusters = append(clusters, rs.Cluster)
-			}
-			byCluster[rs.Cluster] = append(byCluster[rs.Cluster], rs.Object)
-		}
-		for _, cl := range clusters {
-			changes, err := k.Preview(ctx, cl, byCluster[cl])
+		for _, b := range render.Batches(res) {
+			cl := b.Cluster
+			changes, err := k.Preview(ctx, cl, b.Objects)
 			if err != nil {
 				return err
 			}

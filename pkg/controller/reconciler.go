@@ -25,7 +25,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -881,24 +880,13 @@ func (r *Reconciler) adopt(ctx context.Context, s *scope) error {
 			setCondition(app, common.ConditionAdopted, false, common.ReasonAdoptionFailed, err.Error())
 			return err
 		}
-		byCluster := map[string][]*unstructured.Unstructured{}
-		var clusters []string
-		for _, rs := range res {
-			if rs.Reference {
-				continue
-			}
-			if _, seen := byCluster[rs.Cluster]; !seen {
-				clusters = append(clusters, rs.Cluster)
-			}
-			byCluster[rs.Cluster] = append(byCluster[rs.Cluster], rs.Object)
-		}
-		for _, cl := range clusters {
-			if err := pl.d.Apply(ctx, cl, byCluster[cl]); err != nil {
+		for _, b := range render.Batches(res) {
+			if err := pl.d.Apply(ctx, b.Cluster, b.Objects); err != nil {
 				err = fmt.Errorf("adopting component %q: %w", pl.req.Name, err)
 				setCondition(app, common.ConditionAdopted, false, common.ReasonAdoptionFailed, err.Error())
 				return err
 			}
-			objects += len(byCluster[cl])
+			objects += len(b.Objects)
 		}
 	}
 	cp := app.DeepCopy()

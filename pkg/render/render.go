@@ -718,3 +718,30 @@ func isClusterScoped(apiVersion, kind string) bool {
 	}
 	return clusterScoped[group+"/"+kind]
 }
+
+// Batch is the objects of one component to apply on one cluster together.
+type Batch struct {
+	Cluster string
+	Objects []*unstructured.Unstructured
+}
+
+// Batches groups what a component rendered by the cluster it goes to, in
+// the order the clusters first appear. References are left out: they name
+// existing objects, which are read, not applied.
+func Batches(res []Resource) []Batch {
+	var out []Batch
+	index := map[string]int{}
+	for _, r := range res {
+		if r.Reference {
+			continue
+		}
+		i, seen := index[r.Cluster]
+		if !seen {
+			i = len(out)
+			index[r.Cluster] = i
+			out = append(out, Batch{Cluster: r.Cluster})
+		}
+		out[i].Objects = append(out[i].Objects, r.Object)
+	}
+	return out
+}

@@ -27,8 +27,6 @@ import (
 	"github.com/kubevela/workflow/pkg/providers/util"
 	wftypes "github.com/kubevela/workflow/pkg/types"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/oamflow/oamflow/pkg/cuepkg"
 	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/render"
@@ -315,20 +313,8 @@ func applyOne(ctx context.Context, run *runValues, comp Component, p componentPa
 	if err != nil {
 		return applied{}, fail(ctx, rt, fmt.Sprintf("rendering component %q: %v", req.Name, err))
 	}
-	objs := make(map[string][]*unstructured.Unstructured)
-	var clusters []string
-	for _, r := range res {
-		if r.Reference {
-			// A reference names existing objects; it is read, not applied.
-			continue
-		}
-		if _, seen := objs[r.Cluster]; !seen {
-			clusters = append(clusters, r.Cluster)
-		}
-		objs[r.Cluster] = append(objs[r.Cluster], r.Object)
-	}
-	for _, cl := range clusters {
-		if err := run.deployer.Apply(ctx, cl, objs[cl]); err != nil {
+	for _, b := range render.Batches(res) {
+		if err := run.deployer.Apply(ctx, b.Cluster, b.Objects); err != nil {
 			noteFailedApply(ctx, run, req, res, err)
 			if errclass.IsTerminal(err) {
 				return applied{}, fail(ctx, rt, fmt.Sprintf("applying component %q: %v", req.Name, err))
