@@ -214,22 +214,10 @@ workflow:
 // go instead of hanging on KubeVela's finalizer.
 func TestDeleteKubeVelaApplication(t *testing.T) {
 	h := newHarness(t, harnessOpt{})
-	ctx := context.Background()
 	app := h.app("old", exampleApp)
 	h.until(app, true, 60*time.Second, phaseIs(common.ApplicationRunning))
 	h.asKubeVelas(app)
-	require.NoError(t, env(t).Client.Delete(ctx, h.get(app)))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := h.reconcile(app)
-		require.NoError(t, err)
-		cur := &v1beta1.Application{}
-		if err := env(t).Client.Get(ctx, client.ObjectKeyFromObject(app), cur); apierrors.IsNotFound(err) {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the Application was not released: finalizers %v", cur.Finalizers)
-		time.Sleep(200 * time.Millisecond)
-	}
+	h.deleteUntilGone(app)
 	for _, name := range []string{"web", "worker"} {
 		d, ok := h.deployment(name)
 		assert.True(t, !ok || d.DeletionTimestamp != nil, "%s is collected", name)

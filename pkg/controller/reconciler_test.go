@@ -205,6 +205,25 @@ func (h *harness) readyDeployments() {
 
 // until reconciles (making Deployments ready when ready is set) until done
 // holds for the stored Application.
+// deleteUntilGone deletes app and reconciles until the controller has
+// released it (its finalizers removed, the object gone), for 30 s at most.
+func (h *harness) deleteUntilGone(app *v1beta1.Application) {
+	h.t.Helper()
+	ctx := context.Background()
+	require.NoError(h.t, env(h.t).Client.Delete(ctx, h.get(app)))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := h.reconcile(app)
+		require.NoError(h.t, err)
+		cur := &v1beta1.Application{}
+		if err := env(h.t).Client.Get(ctx, client.ObjectKeyFromObject(app), cur); apierrors.IsNotFound(err) {
+			return
+		}
+		require.True(h.t, time.Now().Before(deadline), "the Application was not released: finalizers %v", cur.Finalizers)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func (h *harness) until(app *v1beta1.Application, ready bool, deadline time.Duration, done func(*v1beta1.Application) bool) *v1beta1.Application {
 	h.t.Helper()
 	end := time.Now().Add(deadline)
@@ -378,18 +397,7 @@ func TestExampleAppLifecycle(t *testing.T) {
 	assert.True(t, ok)
 
 	// Delete: everything it deployed goes, the stranger stays.
-	require.NoError(t, env(t).Client.Delete(ctx, h.get(app)))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := h.reconcile(app)
-		require.NoError(t, err)
-		cur := &v1beta1.Application{}
-		if err := env(t).Client.Get(ctx, client.ObjectKeyFromObject(app), cur); apierrors.IsNotFound(err) {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the Application was not released")
-		time.Sleep(200 * time.Millisecond)
-	}
+	h.deleteUntilGone(app)
 	_, ok = h.deployment("web")
 	assert.False(t, ok)
 	svc := &corev1.Service{}
@@ -415,18 +423,7 @@ func TestOrphanResourceFinalizer(t *testing.T) {
 	h.update(app, func(a *v1beta1.Application) {
 		a.Finalizers = append(a.Finalizers, v1beta1.FinalizerOrphanResource)
 	})
-	require.NoError(t, env(t).Client.Delete(ctx, h.get(app)))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := h.reconcile(app)
-		require.NoError(t, err)
-		cur := &v1beta1.Application{}
-		if err := env(t).Client.Get(ctx, client.ObjectKeyFromObject(app), cur); apierrors.IsNotFound(err) {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the Application was not released: finalizers %v", cur.Finalizers)
-		time.Sleep(200 * time.Millisecond)
-	}
+	h.deleteUntilGone(app)
 	objs := []client.Object{&appsv1.Deployment{}, &appsv1.Deployment{}, &corev1.Service{}}
 	for i, name := range []string{"web", "worker", "web"} {
 		obj := objs[i]

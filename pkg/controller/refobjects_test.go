@@ -178,17 +178,7 @@ policies:
 	assert.True(t, got.Status.Services[0].Healthy)
 
 	// Taken over means owned: deleting the Application deletes it.
-	require.NoError(t, env(t).Client.Delete(ctx, h.get(app)))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := h.reconcile(app)
-		require.NoError(t, err)
-		if err := env(t).Client.Get(ctx, client.ObjectKeyFromObject(app), &v1beta1.Application{}); apierrors.IsNotFound(err) {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the Application was not released")
-		time.Sleep(200 * time.Millisecond)
-	}
+	h.deleteUntilGone(app)
 	assert.True(t, apierrors.IsNotFound(env(t).Client.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})))
 }
 
