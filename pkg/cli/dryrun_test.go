@@ -27,11 +27,20 @@ func runOamflow(t *testing.T, args ...string) (stdout, stderr string, code int) 
 	err := root.ExecuteContext(context.Background())
 	code = ExitOK
 	if err != nil {
-		errOut.WriteString("Error: " + err.Error() + "\n")
 		var ue *UserError
+		var ee *ExitError
 		code = ExitRuntimeErr
-		if errors.As(err, &ue) {
+		switch {
+		case errors.As(err, &ee):
+			code = ee.Code
+			if ee.Err != nil {
+				errOut.WriteString("Error: " + ee.Err.Error() + "\n")
+			}
+		case errors.As(err, &ue):
 			code = ExitUserError
+			errOut.WriteString("Error: " + err.Error() + "\n")
+		default:
+			errOut.WriteString("Error: " + err.Error() + "\n")
 		}
 	}
 	return out.String(), errOut.String(), code

@@ -39,6 +39,22 @@ func userErrorf(format string, args ...any) error {
 	return &UserError{Err: fmt.Errorf(format, args...)}
 }
 
+// ExitError makes the process exit with Code (a command with its own
+// exit-code contract, such as diff); Err, when set, is printed as other
+// errors are.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+func (e *ExitError) Unwrap() error { return e.Err }
+
 // GlobalOptions are the flags every cluster-facing command shares.
 type GlobalOptions struct {
 	// Kubeconfig is the kubeconfig file; empty means $KUBECONFIG, then ~/.kube/config.
@@ -77,6 +93,7 @@ func NewRootCommand(out, errOut io.Writer) *cobra.Command {
 	root.AddCommand(newClusterCommand(opts))
 	root.AddCommand(newWorkflowCommand(opts))
 	root.AddCommand(newUpCommand(opts))
+	root.AddCommand(newDiffCommand(opts))
 	root.AddCommand(newStatusCommand(opts))
 	root.AddCommand(newLsCommand(opts))
 	root.AddCommand(newDeleteCommand(opts))
@@ -103,6 +120,13 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if ctx.Err() != nil {
 			fmt.Fprintln(stderr, "Interrupted.")
 			return ExitInterrupted
+		}
+		var ee *ExitError
+		if errors.As(err, &ee) {
+			if ee.Err != nil {
+				fmt.Fprintln(stderr, "Error:", ee.Err)
+			}
+			return ee.Code
 		}
 		fmt.Fprintln(stderr, "Error:", err)
 		var ue *UserError

@@ -310,37 +310,31 @@ func (k *Keeper) collectOne(ctx context.Context, e v1beta1.ManagedResource, appD
 		}
 		return outPending, fmt.Errorf("reading %s: %w", ref, err)
 	}
-	if !k.ownedByUs(live) {
-		if slices.Contains(sharers(live), k.ownerKey()) {
-			others := slices.DeleteFunc(sharers(live), func(s string) bool { return s == k.ownerKey() })
-			if err := mergePatch(ctx, c, live, nil, map[string]any{AnnoSharedBy: joinOrNull(others)}); err != nil {
-				return outPending, fmt.Errorf("leaving the sharers of %s: %w", ref, err)
-			}
-			log.Info("left a shared object", "object", klog.KObj(live), "cluster", e.Cluster)
-		}
+	v := k.gcVerdictOf(live, appDelete)
+	switch v.act {
+	case gcNotOurs:
 		return outGone, nil
-	}
-	rule := k.gcRule(live)
-	if !appDelete && (rule.Strategy == GCNever || rule.Strategy == GCOnAppDelete ||
-		(k.policies.GarbageCollect != nil && k.policies.GarbageCollect.KeepLegacyResource)) {
+	case gcLeaveShare:
+		if err := mergePatch(ctx, c, live, nil, map[string]any{AnnoSharedBy: joinOrNull(v.sharers)}); err != nil {
+			return outPending, fmt.Errorf("leaving the sharers of %s: %w", ref, err)
+		}
+		log.Info("left a shared object", "object", klog.KObj(live), "cluster", e.Cluster)
+		return outGone, nil
+	case gcKeep:
 		return outKeep, nil
-	}
-	if appDelete && rule.Strategy == GCNever && !k.orphan {
+	case gcLeave:
 		return outGone, nil
-	}
-	if others := slices.DeleteFunc(sharers(live), func(s string) bool { return s == k.ownerKey() }); len(others) > 0 {
-		ns, name, _ := strings.Cut(others[0], "/")
+	case gcHandOver:
+		ns, name, _ := strings.Cut(v.sharers[0], "/")
 		labels := map[string]any{v1beta1.LabelAppName: name, v1beta1.LabelAppNamespace: ns}
-		if err := mergePatch(ctx, c, live, labels, map[string]any{AnnoSharedBy: strings.Join(others, ",")}); err != nil {
-			return outPending, fmt.Errorf("handing %s over to Application %s: %w", ref, others[0], err)
+		if err := mergePatch(ctx, c, live, labels, map[string]any{AnnoSharedBy: strings.Join(v.sharers, ",")}); err != nil {
+			return outPending, fmt.Errorf("handing %s over to Application %s: %w", ref, v.sharers[0], err)
 		}
-		log.Info("handed a shared object over", "object", klog.KObj(live), "cluster", e.Cluster, "newOwner", others[0])
+		log.Info("handed a shared object over", "object", klog.KObj(live), "cluster", e.Cluster, "newOwner", v.sharers[0])
 		return outGone, nil
-	}
-	if live.GetDeletionTimestamp() != nil {
+	case gcDeleting:
 		return outPending, nil
-	}
-	if rule.Propagation == GCPropagationOrphan {
+	case gcOrphan:
 		labels := map[string]any{}
 		for _, l := range ownershipLabels {
 			if _, ok := live.GetLabels()[l]; ok {
@@ -353,6 +347,7 @@ func (k *Keeper) collectOne(ctx context.Context, e v1beta1.ManagedResource, appD
 		log.Info("orphaned object", "object", klog.KObj(live), "cluster", e.Cluster)
 		return outGone, nil
 	}
+	rule := v.rule
 	policy := client.PropagationPolicy("Background")
 	if rule.Propagation == GCPropagationCascading {
 		policy = client.PropagationPolicy("Foreground")
@@ -376,6 +371,74 @@ func (k *Keeper) collectOne(ctx context.Context, e v1beta1.ManagedResource, appD
 		return outGone, nil
 	}
 	return outPending, nil
+}
+
+// gcAct is what collecting one tracked object does with it.
+type gcAct int
+
+const (
+	// gcNotOurs: its labels name another Application (or none) now; it is
+	// dropped from our books untouched.
+	gcNotOurs gcAct = iota
+	// gcLeaveShare: another Application owns it and we are among its
+	// sharers; we leave the shared-by list (sharers: who remains).
+	gcLeaveShare
+	// gcKeep: kept until the Application is deleted (strategy never or
+	// onAppDelete, keepLegacyResource).
+	gcKeep
+	// gcLeave: the Application is deleted and the strategy is never: left
+	// as it is, labels included.
+	gcLeave
+	// gcHandOver: shared; handed to the next sharer (sharers[0]) instead of
+	// deleted.
+	gcHandOver
+	// gcDeleting: already being deleted.
+	gcDeleting
+	// gcOrphan: kept without our labels (propagation orphan, or the
+	// orphan-resource finalizer).
+	gcOrphan
+	// gcDelete: deleted (rule.Propagation says how).
+	gcDelete
+)
+
+// gcVerdict is what garbage collection (or, with appDelete, the
+// Application's deletion) does with one live tracked object.
+type gcVerdict struct {
+	act gcAct
+	// sharers are the other sharers (gcLeaveShare, gcHandOver).
+	sharers []string
+	rule    GarbageCollectRule
+}
+
+// gcVerdictOf decides what collecting live does, from its labels and
+// shared-by list and the garbage-collect rules; GarbageCollect, Delete and
+// PreviewGC all decide here.
+func (k *Keeper) gcVerdictOf(live *unstructured.Unstructured, appDelete bool) gcVerdict {
+	others := slices.DeleteFunc(sharers(live), func(s string) bool { return s == k.ownerKey() })
+	if !k.ownedByUs(live) {
+		if slices.Contains(sharers(live), k.ownerKey()) {
+			return gcVerdict{act: gcLeaveShare, sharers: others}
+		}
+		return gcVerdict{act: gcNotOurs}
+	}
+	rule := k.gcRule(live)
+	v := gcVerdict{rule: rule}
+	switch {
+	case !appDelete && (rule.Strategy == GCNever || rule.Strategy == GCOnAppDelete ||
+		(k.policies.GarbageCollect != nil && k.policies.GarbageCollect.KeepLegacyResource)):
+		v.act = gcKeep
+	case appDelete && rule.Strategy == GCNever && !k.orphan:
+		v.act = gcLeave
+	case len(others) > 0:
+		v.act, v.sharers = gcHandOver, others
+	case live.GetDeletionTimestamp() != nil:
+		v.act = gcDeleting
+	case rule.Propagation == GCPropagationOrphan:
+		v.act = gcOrphan
+	default:
+		v.act = gcDelete
+	}
+	return v
 }
 
 // mergePatch patches labels and annotations of live (nil values delete),

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
@@ -18,9 +22,16 @@ type Change struct {
 	// Refused says why Apply would refuse the object ("": it would not),
 	// in the words of its error (*OwnershipError, *ReadOnlyMissingError).
 	Refused string
+	// Err is the refusal itself (*OwnershipError or *ReadOnlyMissingError),
+	// nil when Refused is "".
+	Err error
 	// Adopt: the object is one KubeVela applied for this Application,
 	// which Apply would adopt in place.
 	Adopt bool
+	// JoinShare: another Application owns the object and shares it; Apply
+	// would add this Application to its shared-by list and write nothing
+	// else.
+	JoinShare bool
 	// Live is the object as it is (nil: Apply would create it). After is
 	// what a server-side dry run of Apply's write makes of it; nil when
 	// Apply would not write it (in sync, read-only, kept whole by
@@ -49,13 +60,14 @@ func (k *Keeper) Preview(ctx context.Context, cluster string, objs []*unstructur
 		var ro *ReadOnlyMissingError
 		switch {
 		case errors.As(err, &own) || errors.As(err, &ro):
-			ch.Refused = err.Error()
+			ch.Refused, ch.Err = err.Error(), err
 			out = append(out, ch)
 			continue
 		case err != nil:
 			return nil, err
 		}
 		ch.Object, ch.Live, ch.Adopt = refOf(cluster, p.desired), p.live, p.adopt
+		ch.JoinShare = p.action == actJoinShare
 		if p.action == actApply {
 			after := p.desired.DeepCopy()
 			if err := c.Patch(ctx, after, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership, client.DryRunAll); err != nil {
@@ -66,4 +78,136 @@ func (k *Keeper) Preview(ctx context.Context, cluster string, objs []*unstructur
 		out = append(out, ch)
 	}
 	return out, nil
+}
+
+// GCAction is what garbage collection would do with an object a new
+// revision no longer applies (see PreviewGC).
+type GCAction string
+
+// GCAction values.
+const (
+	// GCActionDelete: deleted (a Helm release: uninstalled).
+	GCActionDelete GCAction = "delete"
+	// GCActionOrphan: left in place without the Application's labels
+	// (propagation orphan; a Helm release stays installed).
+	GCActionOrphan GCAction = "orphan"
+	// GCActionKeep: kept, and tracked until the Application is deleted
+	// (strategy never or onAppDelete, keepLegacyResource).
+	GCActionKeep GCAction = "keep"
+	// GCActionHandOver: shared; handed over to the next sharer (To).
+	GCActionHandOver GCAction = "hand-over"
+	// GCActionLeaveShare: another Application owns it now; this one only
+	// leaves its shared-by list.
+	GCActionLeaveShare GCAction = "leave-share"
+	// GCActionDeleting: already being deleted; collection waits for it.
+	GCActionDeleting GCAction = "deleting"
+)
+
+// GCChange is what garbage collection would do with one tracked object.
+type GCChange struct {
+	Object common.ClusterObjectReference
+	// Component that rendered it (from the tracker).
+	Component string
+	Action    GCAction
+	// To is the Application ("namespace/name") a hand-over gives it to.
+	To string
+	// Live is the object as it is (nil for a Helm release).
+	Live *unstructured.Unstructured
+	// Err says why the object could not be read (its cluster is
+	// unreachable, say); Action is empty then.
+	Err error
+}
+
+// PreviewGC reports what GarbageCollect would do once a revision that
+// applies exactly keep has succeeded, writing nothing: every object
+// tracked by a revision's ResourceTracker of the Application that keep
+// does not list (compared by cluster, API group, kind, namespace and
+// name) is read and judged by the rules GarbageCollect uses. Objects gone
+// already, and objects another Application owns now (unless this one
+// shares them), are left out. Objects only the root tracker lists are
+// kept until the Application is deleted and are not collected. An object
+// that cannot be read is reported with Err.
+func (k *Keeper) PreviewGC(ctx context.Context, keep []common.ClusterObjectReference) ([]GCChange, error) {
+	hub, err := k.hub(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := k.listTrackers(ctx, hub)
+	if err != nil {
+		return nil, err
+	}
+	kept := map[entryKey]bool{}
+	for _, r := range keep {
+		kept[keyOf(v1beta1.ManagedResource{ClusterObjectReference: r})] = true
+	}
+	versioned := t.old
+	if t.current != nil {
+		versioned = append(slices.Clone(versioned), t.current)
+	}
+	var out []GCChange
+	seen := map[entryKey]bool{}
+	for _, rt := range versioned {
+		for _, e := range rt.Spec.ManagedResources {
+			key := keyOf(e)
+			if e.Deleted || e.SkipGC || kept[key] || seen[key] {
+				continue
+			}
+			seen[key] = true
+			ch := GCChange{Object: e.ClusterObjectReference, Component: e.Component}
+			ch.Object.Cluster = normCluster(ch.Object.Cluster)
+			if isReleaseEntry(e) {
+				ch.Action = releaseAction(k.releaseVerdictOf(trackedObject(e), false))
+				out = append(out, ch)
+				continue
+			}
+			c, err := k.clients.Client(ctx, e.Cluster)
+			if err != nil {
+				ch.Err = err
+				out = append(out, ch)
+				continue
+			}
+			live := &unstructured.Unstructured{}
+			live.SetAPIVersion(e.APIVersion)
+			live.SetKind(e.Kind)
+			if err := c.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: e.Name}, live); err != nil {
+				if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+					continue
+				}
+				ch.Err = fmt.Errorf("reading %s: %w", refString(e.ClusterObjectReference), err)
+				out = append(out, ch)
+				continue
+			}
+			ch.Live = live
+			v := k.gcVerdictOf(live, false)
+			switch v.act {
+			case gcNotOurs:
+				continue
+			case gcLeaveShare:
+				ch.Action = GCActionLeaveShare
+			case gcKeep:
+				ch.Action = GCActionKeep
+			case gcHandOver:
+				ch.Action, ch.To = GCActionHandOver, v.sharers[0]
+			case gcDeleting:
+				ch.Action = GCActionDeleting
+			case gcOrphan:
+				ch.Action = GCActionOrphan
+			default:
+				ch.Action = GCActionDelete
+			}
+			out = append(out, ch)
+		}
+	}
+	return out, nil
+}
+
+// releaseAction names the verdict on a tracked Helm release.
+func releaseAction(a gcAct) GCAction {
+	switch a {
+	case gcKeep:
+		return GCActionKeep
+	case gcOrphan, gcLeave:
+		return GCActionOrphan
+	}
+	return GCActionDelete
 }

@@ -190,15 +190,12 @@ func (k *Keeper) collectRelease(ctx context.Context, e v1beta1.ManagedResource, 
 	ref := refString(e.ClusterObjectReference)
 	log := logf.FromContext(ctx)
 	obj := trackedObject(e)
-	rule := k.gcRule(obj)
-	if !appDelete && (rule.Strategy == GCNever || rule.Strategy == GCOnAppDelete ||
-		(k.policies.GarbageCollect != nil && k.policies.GarbageCollect.KeepLegacyResource)) {
+	switch k.releaseVerdictOf(obj, appDelete) {
+	case gcKeep:
 		return outKeep, nil
-	}
-	if appDelete && rule.Strategy == GCNever {
+	case gcLeave:
 		return outGone, nil
-	}
-	if rule.Propagation == GCPropagationOrphan {
+	case gcOrphan:
 		log.Info("orphaned helm release", "release", klog.KRef(e.Namespace, e.Name), "cluster", e.Cluster)
 		return outGone, nil
 	}
@@ -216,6 +213,23 @@ func (k *Keeper) collectRelease(ctx context.Context, e v1beta1.ManagedResource, 
 	}
 	log.Info("uninstalled helm release", "release", klog.KRef(e.Namespace, e.Name), "cluster", e.Cluster)
 	return outGone, nil
+}
+
+// releaseVerdictOf decides what collecting the tracked release obj (the
+// HelmRelease last ensured) does: gcKeep, gcLeave (strategy never at app
+// deletion), gcOrphan (left installed) or gcDelete (uninstalled).
+func (k *Keeper) releaseVerdictOf(obj *unstructured.Unstructured, appDelete bool) gcAct {
+	rule := k.gcRule(obj)
+	switch {
+	case !appDelete && (rule.Strategy == GCNever || rule.Strategy == GCOnAppDelete ||
+		(k.policies.GarbageCollect != nil && k.policies.GarbageCollect.KeepLegacyResource)):
+		return gcKeep
+	case appDelete && rule.Strategy == GCNever:
+		return gcLeave
+	case rule.Propagation == GCPropagationOrphan:
+		return gcOrphan
+	}
+	return gcDelete
 }
 
 // trackedObject returns the object a tracker entry recorded, or (without

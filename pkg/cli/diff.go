@@ -1,0 +1,740 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/definitions"
+	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/cuex"
+	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/render"
+	"github.com/oamflow/oamflow/pkg/resourcekeeper"
+	"github.com/oamflow/oamflow/pkg/revision"
+)
+
+// Exit codes of `oamflow diff`.
+const (
+	// ExitDiffNone: nothing would change.
+	ExitDiffNone = 0
+	// ExitDiffChanges: something would be created, updated, deleted or
+	// refused as another owner's.
+	ExitDiffChanges = 1
+	// ExitDiffError: the plan could not be made (bad input, a target
+	// cluster unreachable, a refusal).
+	ExitDiffError = 2
+)
+
+// diffOptions are the flags of `oamflow diff`.
+type diffOptions struct {
+	global            *GlobalOptions
+	files             []string
+	output            string
+	verbose           bool
+	ignoreUnreachable bool
+	chartRoot         string
+	budgets           appfile.Budgets
+	// parallel bounds the dry-run requests in flight per cluster.
+	parallel int
+}
+
+func newDiffCommand(g *GlobalOptions) *cobra.Command {
+	o := &diffOptions{global: g}
+	cmd := &cobra.Command{
+		Use:   "diff -f APP.yaml [-f MORE.yaml]... [-o text|json|yaml] [-v]",
+		Short: "Show what `up` would change, per cluster, against the live objects",
+		Long: `Show what applying an Application would change on every cluster its
+workflow deploys to, without changing anything.
+
+The Application of the -f files (with the definitions, Policy and Workflow
+objects in the same files, as ` + "`up`" + ` reads them) is validated as ` + "`up`" + `
+validates it, then rendered as the controller renders it: each deploy and
+apply-component step of its workflow, topology and override policies per
+target cluster. Every object goes through the controller's own apply plan
+(ownership, adoption, shared-resource, read-only and apply-once policies)
+and is sent to its cluster as a server-side apply dry run (dryRun=All)
+with the controller's field manager "oamflow", so that defaulting,
+admission and field ownership are the API server's. The diff compares the
+live object with the dry run's result on the fields oamflow manages only:
+status, defaults and fields other managers own (an HPA's spec.replicas)
+are not shown. oamflow's bookkeeping labels and annotations
+(app.oam.dev/appRevision, app.oam.dev/applied-hash), which change with
+every revision, are not compared. Secret data is never printed: each key
+shows <changed> or <unchanged> with a short sha256 of its value.
+
+What the new revision no longer renders is looked up in the Application's
+ResourceTrackers and judged by its garbage-collect policy: deleted, kept
+(keepLegacyResource, strategy never/onAppDelete), orphaned or handed over
+to a sharer.
+
+Per cluster:
+  + create           the object does not exist yet
+  ~ update           unified diff of the YAML (sorted keys), live → applied
+  - delete (GC)      garbage collection would delete it (or: orphan, hand over)
+  = unchanged        counted; listed with -v (also: kept by garbage collection)
+  ! conflict         another Application or manager owns it: up would refuse it
+  ? unknown          the cluster could not be reached, with the error
+
+Nothing is written: the only requests besides reads are dry runs.
+
+Exit codes: 0 no changes; 1 changes (including conflicts); 2 the plan could
+not be made: invalid input (the messages of ` + "`up`" + `), a refusal (a
+read-only object missing), or a target cluster unreachable (unless
+--ignore-unreachable).`,
+		Example: `  oamflow diff -f app.yaml
+  oamflow diff -f app.yaml -f policies.yaml -v
+  oamflow diff -f app.yaml -o json --ignore-unreachable`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			code, err := o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if err != nil {
+				return &ExitError{Code: ExitDiffError, Err: err}
+			}
+			if code != ExitOK {
+				return &ExitError{Code: code}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVarP(&o.files, "file", "f", nil, "file(s) with the Application, comma-separated or repeated; \"-\" reads stdin (required)")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "list unchanged objects too")
+	f.BoolVar(&o.ignoreUnreachable, "ignore-unreachable", false, "an unreachable cluster is shown as unknown but does not make the exit code 2")
+	f.StringVar(&o.chartRoot, "chart-root", ".", "folder holding the charts of helm components whose chart.source is a relative path")
+	f.IntVar(&o.parallel, "parallel", 4, "dry-run requests in flight per cluster")
+	_ = f.MarkHidden("parallel")
+	addBudgetFlags(f, &o.budgets)
+	return cmd
+}
+
+// diffItem is one rendered object bound for a cluster.
+type diffItem struct {
+	step      string
+	component string
+	obj       *unstructured.Unstructured
+}
+
+// diffInput is what to compare: the Application, its parsed form, the
+// revision the controller would render it as, and the rendered objects per
+// cluster (clusters in the order the workflow first reaches them).
+type diffInput struct {
+	app      *v1beta1.Application
+	af       *appfile.AppFile
+	revision int64
+	clusters []string
+	items    map[string][]diffItem
+}
+
+func (o *diffOptions) run(ctx context.Context, stdin io.Reader, out, errOut io.Writer) (int, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	switch o.output {
+	case "text", "json", "yaml":
+	default:
+		return 0, userErrorf("--output must be text, json or yaml, not %q", o.output)
+	}
+	env, di, err := o.load(ctx, stdin, errOut)
+	if err != nil {
+		return 0, err
+	}
+	rep, err := o.compare(ctx, env.hub, env.reg, di, errOut)
+	if err != nil {
+		return 0, err
+	}
+	if err := writeDiffReport(out, rep, o.output, o.verbose); err != nil {
+		return 0, err
+	}
+	return rep.exitCode(o.ignoreUnreachable), nil
+}
+
+// diffClusters reach the hub and the member clusters.
+type diffClusters struct {
+	hub client.Client
+	reg *multicluster.Registry
+}
+
+// load reads the -f files, validates the Application and renders it.
+func (o *diffOptions) load(ctx context.Context, stdin io.Reader, errOut io.Writer) (*diffClusters, *diffInput, error) {
+	if len(o.files) == 0 {
+		return nil, nil, userErrorf("give the Application with -f (\"-\" reads stdin)")
+	}
+	if o.parallel < 1 {
+		o.parallel = 1
+	}
+	if err := o.budgets.Validate(); err != nil {
+		return nil, nil, userErrorf("%v", err)
+	}
+	in, cueDefs, err := readUpInputs(o.files, stdin)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(in.apps) != 1 {
+		return nil, nil, userErrorf("the -f files hold %d Applications; diff compares exactly one", len(in.apps))
+	}
+	app := in.apps[0]
+	if err := mergeStandalone(app, in.policies, in.workflows); err != nil {
+		return nil, nil, err
+	}
+	defs, err := vetInlineDefinitions(ctx, errOut, in.defs, cueDefs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := (&upOptions{global: o.global}).prepare(app, o.global.ResolvedNamespace()); err != nil {
+		return nil, nil, err
+	}
+	hub, cfg, err := o.global.kubeClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := multicluster.NewRegistry(hub, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	di, err := o.render(ctx, hub, reg, app, defs, errOut)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &diffClusters{hub: hub, reg: reg}, di, nil
+}
+
+// render validates app against the files' definitions, the cluster's and
+// the built-ins (as `up` does: the same messages) and renders it as the
+// controller would for its next revision.
+func (o *diffOptions) render(ctx context.Context, hub client.Client, reg *multicluster.Registry, app *v1beta1.Application, defs []*appfile.Definition, errOut io.Writer) (*diffInput, error) {
+	builtins, err := appfile.NewFSSource(definitions.FS, ".")
+	if err != nil {
+		return nil, fmt.Errorf("loading built-in definitions: %w", err)
+	}
+	inline := make(objectSource, 0, len(defs))
+	for _, d := range defs {
+		inline = append(inline, d.Object)
+	}
+	src := appfile.Chain(inline, appfile.NewClusterSource(hub, app.Namespace, ""), builtins)
+	ctx = appfile.WithEngine(ctx, cuex.NewEngine())
+	ctx = appfile.WithBudgets(ctx, o.budgets)
+	af, warnings, err := appfile.Validate(ctx, app, src, reg)
+	printWarnings(errOut, app, warnings)
+	if err != nil {
+		return nil, asUserError(err)
+	}
+	n, err := nextRevision(ctx, hub, app)
+	if err != nil {
+		return nil, err
+	}
+	plans, err := render.PlanWorkflow(ctx, af, reg)
+	if err != nil {
+		return nil, asUserError(err)
+	}
+	di := &diffInput{app: app, af: af, revision: n, items: map[string][]diffItem{}}
+	index := map[string]int{}
+	for _, p := range plans {
+		for _, w := range p.Warnings {
+			fmt.Fprintf(errOut, "Warning: %s/%s: %s\n", af.Namespace, af.Name, w)
+		}
+		for _, t := range p.Targets {
+			opts := render.Options{AppRevision: revision.Name(app.Name, n), Cluster: t.Cluster, Namespace: t.Namespace}
+			if v, err := reg.ClusterVersion(ctx, t.Cluster); err == nil {
+				opts.ClusterVersion = v
+			}
+			res, err := render.RenderApplication(ctx, t.AppFile, opts)
+			if err != nil {
+				return nil, asUserError(err)
+			}
+			if err := appfile.CheckRenderedObjects(ctx, af, len(res)); err != nil {
+				return nil, asUserError(err)
+			}
+			for _, r := range res {
+				if r.Reference {
+					continue
+				}
+				cl := r.Cluster
+				if multicluster.IsLocal(cl) {
+					cl = v1beta1.ClusterLocal
+				}
+				if _, ok := di.items[cl]; !ok {
+					di.clusters = append(di.clusters, cl)
+				}
+				// The same object deployed by several steps: the last
+				// write is what stays.
+				key := cl + "|" + objectKey(r.Object)
+				it := diffItem{step: p.Step, component: r.Component, obj: r.Object}
+				if i, ok := index[key]; ok {
+					di.items[cl][i] = it
+					continue
+				}
+				index[key] = len(di.items[cl])
+				di.items[cl] = append(di.items[cl], it)
+			}
+		}
+	}
+	return di, nil
+}
+
+// objectKey identifies an object by API group, kind, namespace and name.
+func objectKey(obj *unstructured.Unstructured) string {
+	gvk := obj.GroupVersionKind()
+	return gvk.Group + "/" + gvk.Kind + "/" + obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// nextRevision is the number of the revision the controller would render
+// app as: the latest one when nothing the revision records changed
+// (revision.NeedsLive says the snapshot stands), else the next one.
+func nextRevision(ctx context.Context, hub client.Client, app *v1beta1.Application) (int64, error) {
+	live := &v1beta1.Application{}
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(app), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return 1, nil
+		}
+		return 0, fmt.Errorf("reading Application %s/%s: %w", app.Namespace, app.Name, err)
+	}
+	lr := live.Status.LatestRevision
+	if lr == nil || lr.Name == "" {
+		return 1, nil
+	}
+	n, err := revision.Number(app.Name, lr.Name)
+	if err != nil {
+		return 0, err
+	}
+	latest, err := revision.NewManager(hub, hub).Get(ctx, app.Namespace, lr.Name)
+	if err != nil {
+		return 0, err
+	}
+	if latest == nil {
+		return n + 1, nil
+	}
+	fresh, _, err := revision.NeedsLive(app, latest, false)
+	if err != nil {
+		return 0, err
+	}
+	if fresh {
+		return n + 1, nil
+	}
+	return n, nil
+}
+
+// compare previews every object on its cluster (clusters in parallel, up
+// to o.parallel dry runs in flight per cluster) and what garbage
+// collection would do, and builds the report.
+func (o *diffOptions) compare(ctx context.Context, hub client.Client, reg *multicluster.Registry, di *diffInput, errOut io.Writer) (*diffReport, error) {
+	pols, err := resourcekeeper.ParsePolicies(di.af.App.Spec.Policies)
+	if err != nil {
+		return nil, userErrorf("%v", err)
+	}
+	app := di.app.DeepCopy()
+	k, err := resourcekeeper.New(app, di.revision, resourcekeeper.Options{Clients: reg, Trackers: hub, Policies: pols})
+	if err != nil {
+		return nil, err
+	}
+	rep := &diffReport{Application: app.Namespace + "/" + app.Name, Revision: revision.Name(app.Name, di.revision)}
+	total := 0
+	for _, cl := range di.clusters {
+		total += len(di.items[cl])
+	}
+	prog := &diffProgress{w: errOut, on: total >= progressThreshold || len(di.clusters) > 1}
+	results := make([]clusterDiff, len(di.clusters))
+	var g errgroup.Group
+	for i, cl := range di.clusters {
+		g.Go(func() error {
+			cd, err := o.compareCluster(ctx, k, reg, cl, di.items[cl], prog)
+			results[i] = cd
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	rep.Clusters = results
+
+	var keep []common.ClusterObjectReference
+	for _, cd := range results {
+		keep = append(keep, cd.desired...)
+	}
+	gc, err := k.PreviewGC(ctx, keep)
+	if err != nil {
+		return nil, fmt.Errorf("reading what garbage collection would do: %w", err)
+	}
+	for _, ch := range gc {
+		cl := ch.Object.Cluster
+		if cl == "" {
+			cl = v1beta1.ClusterLocal
+		}
+		cd := rep.cluster(cl)
+		if cd.Unknown != "" {
+			continue
+		}
+		od := diffEntry{Component: ch.Component, APIVersion: ch.Object.APIVersion, Kind: ch.Object.Kind,
+			Namespace: ch.Object.Namespace, Name: ch.Object.Name}
+		switch {
+		case ch.Err != nil:
+			od.Action, od.Message = actionUnknown, ch.Err.Error()
+		case ch.Action == resourcekeeper.GCActionKeep:
+			od.Action, od.Message = actionKept, "no longer rendered; kept by the garbage-collect policy until the Application is deleted"
+		default:
+			od.Action = actionDelete
+			od.GC = string(ch.Action)
+			switch ch.Action {
+			case resourcekeeper.GCActionOrphan:
+				od.Message = "orphaned: left in place without the Application's labels"
+			case resourcekeeper.GCActionHandOver:
+				od.Message = "handed over to Application " + ch.To + ", which shares it"
+			case resourcekeeper.GCActionLeaveShare:
+				od.Message = "owned by another Application; this one leaves its shared-by list"
+			case resourcekeeper.GCActionDeleting:
+				od.Message = "already being deleted"
+			}
+		}
+		cd.Objects = append(cd.Objects, od)
+	}
+	rep.count()
+	return rep, nil
+}
+
+// progressThreshold is how many objects make diff report its progress.
+const progressThreshold = 20
+
+// diffProgress prints "diff: CLUSTER N/M objects" lines on stderr.
+type diffProgress struct {
+	mu sync.Mutex
+	w  io.Writer
+	on bool
+}
+
+func (p *diffProgress) step(cluster string, done, total int) {
+	if !p.on || p.w == nil {
+		return
+	}
+	if done != total && done%10 != 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, "diff: %s %d/%d objects\n", cluster, done, total)
+}
+
+// compareCluster previews items on cluster. An unreachable cluster gives
+// a report with Unknown set and no error.
+func (o *diffOptions) compareCluster(ctx context.Context, k *resourcekeeper.Keeper, reg *multicluster.Registry, cluster string, items []diffItem, prog *diffProgress) (clusterDiff, error) {
+	cd := clusterDiff{Cluster: cluster}
+	if h := reg.Health(ctx, cluster); !h.Reachable {
+		cd.Unknown = h.Message
+		return cd, nil
+	}
+	changes := make([]resourcekeeper.Change, len(items))
+	errs := make([]error, len(items))
+	var done int
+	var mu sync.Mutex
+	g := errgroup.Group{}
+	g.SetLimit(o.parallel)
+	for i, it := range items {
+		g.Go(func() error {
+			chs, err := k.Preview(ctx, cluster, []*unstructured.Unstructured{it.obj})
+			if err == nil {
+				changes[i] = chs[0]
+			}
+			errs[i] = err
+			mu.Lock()
+			done++
+			n := done
+			mu.Unlock()
+			prog.step(cluster, n, len(items))
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for i, it := range items {
+		od := diffEntry{Step: it.step, Component: it.component, APIVersion: it.obj.GetAPIVersion(), Kind: it.obj.GetKind(),
+			Namespace: it.obj.GetNamespace(), Name: it.obj.GetName()}
+		if err := errs[i]; err != nil {
+			if isUnreachable(err) {
+				cd.Unknown = err.Error()
+				cd.Objects, cd.desired = nil, nil
+				return cd, nil
+			}
+			return cd, fmt.Errorf("cluster %s: %w", cluster, err)
+		}
+		ch := changes[i]
+		od.Namespace = ch.Object.Namespace
+		cd.desired = append(cd.desired, ch.Object)
+		classify(&od, ch)
+		cd.Objects = append(cd.Objects, od)
+	}
+	return cd, nil
+}
+
+// isUnreachable reports whether err says a cluster did not answer (as
+// opposed to an answer refusing the request).
+func isUnreachable(err error) bool {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsServiceUnavailable(err)
+	}
+	return !errors.Is(err, multicluster.ErrClusterNotFound) && !errors.Is(err, multicluster.ErrClusterMisconfigured)
+}
+
+// classify fills od from what the Keeper would do with the object.
+func classify(od *diffEntry, ch resourcekeeper.Change) {
+	var own *resourcekeeper.OwnershipError
+	switch {
+	case errors.As(ch.Err, &own):
+		od.Action, od.Message = actionConflict, ch.Refused
+		if own.OwnerName != "" {
+			od.Owner = own.OwnerNamespace + "/" + own.OwnerName
+		}
+	case ch.Refused != "":
+		od.Action, od.Message = actionRefused, ch.Refused
+	case ch.Live == nil && ch.After == nil:
+		// A Helm release: installed by the controller, not dry-run here.
+		od.Action, od.Message = actionUnchanged, "a Helm release: not compared"
+	case ch.Live == nil:
+		od.Action = actionCreate
+		od.Diff = createText(ch.After)
+	case ch.JoinShare:
+		od.Action, od.Message = actionUpdate, "joins the shared-by list of the Application that owns it"
+	case ch.After == nil:
+		od.Action = actionUnchanged
+	default:
+		live, after := managedView(ch.Live, ch.After)
+		if d := unifiedDiff(live, after); d != "" {
+			od.Action, od.Diff = actionUpdate, d
+		} else {
+			od.Action = actionUnchanged
+		}
+	}
+	if ch.Adopt && od.Action == actionUpdate {
+		od.Message = "adopted from KubeVela in place"
+	}
+}
+
+// Actions of a diff entry.
+const (
+	actionCreate    = "create"
+	actionUpdate    = "update"
+	actionDelete    = "delete"
+	actionUnchanged = "unchanged"
+	actionKept      = "kept"
+	actionConflict  = "conflict"
+	actionRefused   = "refused"
+	actionUnknown   = "unknown"
+)
+
+// diffReport is what `oamflow diff` found; -o json|yaml prints it.
+type diffReport struct {
+	Application string        `json:"application"`
+	Revision    string        `json:"revision"`
+	Clusters    []clusterDiff `json:"clusters"`
+	Summary     diffSummary   `json:"summary"`
+}
+
+// clusterDiff is the plan for one cluster.
+type clusterDiff struct {
+	Cluster string `json:"cluster"`
+	// Unknown says why the cluster could not be compared.
+	Unknown string      `json:"unknown,omitempty"`
+	Objects []diffEntry `json:"objects,omitempty"`
+	// desired are the objects the revision applies there.
+	desired []common.ClusterObjectReference
+}
+
+// diffEntry is what would happen to one object.
+type diffEntry struct {
+	Action     string `json:"action"`
+	GC         string `json:"gc,omitempty"`
+	Step       string `json:"step,omitempty"`
+	Component  string `json:"component,omitempty"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	// Owner is the Application ("namespace/name") owning a conflicting object.
+	Owner   string `json:"owner,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Diff is the unified diff of an update, the object of a create.
+	Diff string `json:"diff,omitempty"`
+}
+
+// diffSummary counts the entries by action.
+type diffSummary struct {
+	Create    int `json:"create"`
+	Update    int `json:"update"`
+	Delete    int `json:"delete"`
+	Unchanged int `json:"unchanged"`
+	Kept      int `json:"kept"`
+	Conflict  int `json:"conflict"`
+	Refused   int `json:"refused"`
+	Unknown   int `json:"unknownClusters"`
+	// UnknownObjects counts objects that could not be read.
+	UnknownObjects int `json:"unknownObjects"`
+}
+
+func (r *diffReport) cluster(name string) *clusterDiff {
+	for i := range r.Clusters {
+		if r.Clusters[i].Cluster == name {
+			return &r.Clusters[i]
+		}
+	}
+	r.Clusters = append(r.Clusters, clusterDiff{Cluster: name})
+	return &r.Clusters[len(r.Clusters)-1]
+}
+
+func (r *diffReport) count() {
+	s := diffSummary{}
+	for _, cd := range r.Clusters {
+		if cd.Unknown != "" {
+			s.Unknown++
+		}
+		for _, od := range cd.Objects {
+			switch od.Action {
+			case actionCreate:
+				s.Create++
+			case actionUpdate:
+				s.Update++
+			case actionDelete:
+				s.Delete++
+			case actionUnchanged:
+				s.Unchanged++
+			case actionKept:
+				s.Kept++
+			case actionConflict:
+				s.Conflict++
+			case actionRefused:
+				s.Refused++
+			case actionUnknown:
+				s.UnknownObjects++
+			}
+		}
+	}
+	r.Summary = s
+}
+
+// exitCode is ExitDiffError when a refusal or an unknown cluster (unless
+// ignored) leaves the plan incomplete, ExitDiffChanges when something
+// would change, else ExitDiffNone.
+func (r *diffReport) exitCode(ignoreUnreachable bool) int {
+	s := r.Summary
+	switch {
+	case s.Refused > 0, !ignoreUnreachable && (s.Unknown > 0 || s.UnknownObjects > 0):
+		return ExitDiffError
+	case s.Create+s.Update+s.Delete+s.Conflict > 0:
+		return ExitDiffChanges
+	}
+	return ExitDiffNone
+}
+
+// writeDiffReport prints rep as text (per cluster), JSON or YAML.
+func writeDiffReport(out io.Writer, rep *diffReport, format string, verbose bool) error {
+	if format != "text" {
+		return printStructured(out, rep, format)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Application %s (as revision %s)\n", rep.Application, rep.Revision)
+	for _, cd := range rep.Clusters {
+		fmt.Fprintf(&b, "\ncluster %s:\n", cd.Cluster)
+		if cd.Unknown != "" {
+			fmt.Fprintf(&b, "  ? unknown: %s\n", oneLine(cd.Unknown))
+			continue
+		}
+		objs := append([]diffEntry(nil), cd.Objects...)
+		sort.SliceStable(objs, func(i, j int) bool { return actionRank(objs[i].Action) < actionRank(objs[j].Action) })
+		unchanged := 0
+		for _, od := range objs {
+			what := od.Kind + " " + od.Name
+			if od.Namespace != "" {
+				what = od.Kind + " " + od.Namespace + "/" + od.Name
+			}
+			var where []string
+			if od.Component != "" {
+				where = append(where, "component "+od.Component)
+			}
+			if od.Step != "" {
+				where = append(where, "step "+od.Step)
+			}
+			if len(where) > 0 {
+				what += " (" + strings.Join(where, ", ") + ")"
+			}
+			switch od.Action {
+			case actionUnchanged:
+				unchanged++
+				if verbose {
+					fmt.Fprintf(&b, "  = unchanged %s\n", what)
+				}
+				continue
+			case actionCreate:
+				fmt.Fprintf(&b, "  + create %s\n", what)
+			case actionUpdate:
+				fmt.Fprintf(&b, "  ~ update %s\n", what)
+			case actionDelete:
+				verb := "delete (GC)"
+				if od.GC != "" && od.GC != string(resourcekeeper.GCActionDelete) {
+					verb += " " + od.GC
+				}
+				fmt.Fprintf(&b, "  - %s %s\n", verb, what)
+			case actionKept:
+				fmt.Fprintf(&b, "  = kept (GC) %s\n", what)
+			case actionConflict:
+				owner := "not managed by any Application"
+				if od.Owner != "" {
+					owner = "owned by Application " + od.Owner
+				}
+				fmt.Fprintf(&b, "  ! conflict %s: %s\n", what, owner)
+			case actionRefused:
+				fmt.Fprintf(&b, "  ! refused %s\n", what)
+			case actionUnknown:
+				fmt.Fprintf(&b, "  ? unknown %s\n", what)
+			}
+			if od.Message != "" {
+				fmt.Fprintf(&b, "      %s\n", oneLine(od.Message))
+			}
+			if od.Diff != "" {
+				for _, l := range strings.Split(strings.TrimRight(od.Diff, "\n"), "\n") {
+					fmt.Fprintf(&b, "      %s\n", l)
+				}
+			}
+		}
+		if unchanged > 0 && !verbose {
+			fmt.Fprintf(&b, "  = %s unchanged\n", plural(unchanged, "object"))
+		}
+	}
+	s := rep.Summary
+	fmt.Fprintf(&b, "\nPlan: %d to create, %d to update, %d to delete, %d conflict(s), %d unchanged", s.Create, s.Update, s.Delete, s.Conflict, s.Unchanged)
+	if s.Kept > 0 {
+		fmt.Fprintf(&b, ", %d kept", s.Kept)
+	}
+	if s.Refused > 0 {
+		fmt.Fprintf(&b, ", %d refused", s.Refused)
+	}
+	if s.Unknown > 0 {
+		fmt.Fprintf(&b, "; %s unknown", plural(s.Unknown, "cluster"))
+	}
+	if s.UnknownObjects > 0 {
+		fmt.Fprintf(&b, "; %s unknown", plural(s.UnknownObjects, "object"))
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(out, b.String())
+	return err
+}
+
+// actionRank sorts a cluster's entries: changes first, in the order of
+// the legend.
+func actionRank(action string) int {
+	for i, a := range []string{actionCreate, actionUpdate, actionDelete, actionKept, actionConflict, actionRefused, actionUnknown} {
+		if a == action {
+			return i
+		}
+	}
+	return 99
+}

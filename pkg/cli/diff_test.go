@@ -1,0 +1,455 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/resourcekeeper"
+	"github.com/oamflow/oamflow/pkg/testing/envtest"
+)
+
+func TestPruneTo(t *testing.T) {
+	obj := map[string]any{
+		"metadata": map[string]any{"name": "web", "labels": map[string]any{"a": "1", "b": "2"}},
+		"spec": map[string]any{
+			"replicas": int64(3),
+			"containers": []any{
+				map[string]any{"name": "web", "image": "nginx", "imagePullPolicy": "Always"},
+				map[string]any{"name": "side", "image": "busybox"},
+			},
+			"finalizers": []any{"x", "y"},
+			"resources":  map[string]any{"limits": map[string]any{"cpu": "1"}},
+		},
+	}
+	cases := []struct {
+		reason string
+		set    string
+		want   map[string]any
+	}{
+		{reason: "named fields are kept, others dropped",
+			set:  `{"f:metadata":{"f:name":{},"f:labels":{".":{},"f:a":{}}}}`,
+			want: map[string]any{"metadata": map[string]any{"name": "web", "labels": map[string]any{"a": "1"}}}},
+		{reason: "list items are matched by their keys, and only their owned fields kept",
+			set: `{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:name":{},"f:image":{}}}}}`,
+			want: map[string]any{"spec": map[string]any{"containers": []any{
+				map[string]any{"name": "web", "image": "nginx"}}}}},
+		{reason: "set members are matched by value",
+			set:  `{"f:spec":{"f:finalizers":{"v:\"y\"":{}}}}`,
+			want: map[string]any{"spec": map[string]any{"finalizers": []any{"y"}}}},
+		{reason: "a map owned without children is atomic: kept whole",
+			set:  `{"f:spec":{"f:resources":{}}}`,
+			want: map[string]any{"spec": map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "1"}}}}},
+		{reason: "a field not owned (replicas) is not there",
+			set:  `{"f:spec":{"f:finalizers":{"i:0":{}}}}`,
+			want: map[string]any{"spec": map[string]any{"finalizers": []any{"x"}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			var set map[string]any
+			require.NoError(t, json.Unmarshal([]byte(tc.set), &set))
+			assert.Equal(t, tc.want, pruneTo(obj, set))
+		})
+	}
+}
+
+func TestMaskSecretData(t *testing.T) {
+	live := map[string]any{"data": map[string]any{"same": "c2FtZQ==", "old": "b2xk", "gone": "Z29uZQ=="}}
+	after := map[string]any{"data": map[string]any{"same": "c2FtZQ==", "old": "bmV3", "added": "YWRk"}}
+	maskSecretData(live, after)
+	out := unifiedDiff(live, after)
+	for _, v := range []string{"c2FtZQ==", "b2xk", "bmV3", "YWRk", "Z29uZQ=="} {
+		assert.NotContains(t, out, v, "no Secret value is printed")
+	}
+	assert.Equal(t, after["data"].(map[string]any)["same"], live["data"].(map[string]any)["same"], "an unchanged key shows the same on both sides (no diff line)")
+	assert.Contains(t, after["data"].(map[string]any)["same"], "<unchanged sha256:")
+	assert.Contains(t, after["data"].(map[string]any)["old"], "<changed sha256:")
+	assert.Contains(t, after["data"].(map[string]any)["added"], "<changed sha256:")
+	assert.NotContains(t, out, "-  same", "an unchanged key is context at most")
+	assert.NotContains(t, out, "+  same", "an unchanged key is context at most")
+}
+
+// writeCounter counts the requests an API server receives through
+// countingProxy: writes (anything but GET and HEAD) without dryRun=All,
+// and dry runs.
+type writeCounter struct {
+	mu      sync.Mutex
+	writes  []string
+	dryRuns int
+}
+
+func (w *writeCounter) counts() ([]string, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.writes...), w.dryRuns
+}
+
+// countingProxy serves cfg's API server on a local address (HTTPS with
+// the returned CA when tls; no authentication: the proxy authenticates as
+// cfg) and counts what passes.
+func countingProxy(t *testing.T, cfg *rest.Config, tls bool) (string, []byte, *writeCounter) {
+	t.Helper()
+	rt, err := rest.TransportFor(cfg)
+	require.NoError(t, err)
+	target, err := url.Parse(cfg.Host)
+	require.NoError(t, err)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = rt
+	wc := &writeCounter{}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			wc.mu.Lock()
+			if r.URL.Query().Get("dryRun") == "All" {
+				wc.dryRuns++
+			} else {
+				wc.writes = append(wc.writes, r.Method+" "+r.URL.Path)
+			}
+			wc.mu.Unlock()
+		}
+		r.Header.Del("Authorization")
+		rp.ServeHTTP(w, r)
+	})
+	if !tls {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		return srv.URL, nil, wc
+	}
+	srv := httptest.NewTLSServer(h)
+	t.Cleanup(srv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	return srv.URL, ca, wc
+}
+
+// diffEnv is a hub and a member (both real API servers), each behind a
+// counting proxy, with member-1 and an unreachable member-down registered.
+type diffEnv struct {
+	hub, member *envtest.Environment
+	// counted reaches the hub through its proxy; direct does not (the
+	// test's own writes).
+	counted, direct string
+	hubCount        *writeCounter
+	memberCount     *writeCounter
+	dir             string
+}
+
+func proxyKubeconfig(t *testing.T, server string) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["proxy"] = &clientcmdapi.Cluster{Server: server}
+	kc.AuthInfos["proxy"] = &clientcmdapi.AuthInfo{Token: "counted"}
+	kc.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "proxy", Namespace: "default"}
+	kc.CurrentContext = "proxy"
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, p))
+	return p
+}
+
+// TestDiffAgainstAPIServers runs `oamflow diff` against a hub and a
+// member: creates, updates of exactly the changed field on exactly the
+// changed member, drift, fields of other managers, conflicts, Secrets,
+// garbage collection, an unreachable member, invalid input; and counts
+// the writes the API servers received from diff: none.
+func TestDiffAgainstAPIServers(t *testing.T) {
+	ctx := context.Background()
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, v1beta1.AddToScheme(s))
+	hub := envtest.New(t, envtest.WithCRDs("charts/oamflow/crds"), envtest.WithScheme(s))
+	member := envtest.New(t, envtest.WithScheme(s))
+	for _, c := range []client.Client{hub.Client, member.Client} {
+		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: multicluster.DefaultSystemNamespace}}))
+	}
+	hubURL, _, hubCount := countingProxy(t, hub.Config, false)
+	memberURL, memberCA, memberCount := countingProxy(t, member.Config, true)
+	for name, endpoint := range map[string]string{"member-1": memberURL, "member-down": "https://127.0.0.1:1"} {
+		sec, err := multicluster.NewClusterSecret(multicluster.DefaultSystemNamespace, name,
+			multicluster.Credentials{Endpoint: endpoint, CAData: memberCA, Token: "counted"}, nil, multicluster.ClientSettings{})
+		require.NoError(t, err)
+		require.NoError(t, hub.Client.Create(ctx, sec))
+	}
+	e := &diffEnv{hub: hub, member: member, counted: proxyKubeconfig(t, hubURL), direct: writeKubeconfig(t, hub.Config),
+		hubCount: hubCount, memberCount: memberCount, dir: t.TempDir()}
+
+	t.Run("a new Application: everything is a create, Secret data masked", func(t *testing.T) {
+		out, code := e.diff(t, diffApp(diffAppOpts{mode: "a"}))
+		assert.Equal(t, ExitDiffChanges, code, out)
+		assert.Contains(t, out, "cluster local:\n  + create Deployment default/web (component web, step deploy-local)")
+		assert.Contains(t, out, "cluster member-1:\n  + create Deployment default/web (component web, step deploy-member)")
+		assert.Contains(t, out, "+ create Secret default/creds (component config")
+		assert.NotContains(t, out, "s3cret")
+		assert.NotContains(t, out, "czNjcmV0", "not even base64")
+		assert.Contains(t, out, "password: <changed sha256:")
+	})
+
+	e.apply(t, diffApp(diffAppOpts{mode: "a"}))
+	t.Run("after the apply nothing changes", func(t *testing.T) {
+		out, code := e.diff(t, diffApp(diffAppOpts{mode: "a"}))
+		assert.Equal(t, ExitDiffNone, code, out)
+		assert.Contains(t, out, "Plan: 0 to create, 0 to update, 0 to delete, 0 conflict(s), 4 unchanged")
+	})
+
+	t.Run("one override value changed: exactly that field on exactly that member", func(t *testing.T) {
+		out, code := e.diff(t, diffApp(diffAppOpts{mode: "b"}), "-o", "json")
+		assert.Equal(t, ExitDiffChanges, code, out)
+		var rep diffReport
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		assert.Equal(t, diffSummary{Update: 1, Unchanged: 3}, rep.Summary)
+		var updates []string
+		for _, cd := range rep.Clusters {
+			for _, od := range cd.Objects {
+				if od.Action == actionUpdate {
+					updates = append(updates, cd.Cluster+" "+od.Kind+" "+od.Name)
+					assert.Equal(t, []string{"-          value: a", "+          value: b"}, changedLines(od.Diff))
+				}
+			}
+		}
+		assert.Equal(t, []string{"member-1 Deployment web"}, updates)
+	})
+
+	t.Run("drift on the live object is an update; fields another manager owns are not shown", func(t *testing.T) {
+		d := &appsv1.Deployment{}
+		require.NoError(t, hub.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web"}, d))
+		d.Spec.Template.Spec.Containers[0].Image = "nginx:hand-edited"
+		require.NoError(t, hub.Client.Update(ctx, d, client.FieldOwner("kubectl-edit")))
+		scale := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "web", "namespace": "default"}, "spec": map[string]any{"replicas": int64(5)}}}
+		require.NoError(t, hub.Client.Patch(ctx, scale, client.Apply, client.FieldOwner("hpa-controller"), client.ForceOwnership))
+
+		out, code := e.diff(t, diffApp(diffAppOpts{mode: "a"}))
+		assert.Equal(t, ExitDiffChanges, code, out)
+		assert.Contains(t, out, "cluster local:\n  ~ update Deployment default/web")
+		assert.Contains(t, out, "      -      - image: nginx:hand-edited\n      +      - image: nginx:1.27\n")
+		assert.NotContains(t, out, "replicas", "spec.replicas is the HPA's")
+		assert.Contains(t, out, "Plan: 0 to create, 1 to update")
+		e.apply(t, diffApp(diffAppOpts{mode: "a"}))
+	})
+
+	t.Run("an object another Application owns is a conflict naming it", func(t *testing.T) {
+		taken := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: "default",
+			Labels: map[string]string{v1beta1.LabelAppName: "other", v1beta1.LabelAppNamespace: "default"}}}
+		require.NoError(t, hub.Client.Create(ctx, taken))
+		out, code := e.diff(t, diffApp(diffAppOpts{mode: "a", taken: true}))
+		assert.Equal(t, ExitDiffChanges, code, out)
+		assert.Contains(t, out, "! conflict ConfigMap default/taken (component taken, step deploy-local): owned by Application default/other")
+	})
+
+	t.Run("a removed component is deleted by GC", func(t *testing.T) {
+		out, code := e.diff(t, diffApp(diffAppOpts{mode: "a", noConfig: true}))
+		assert.Equal(t, ExitDiffChanges, code, out)
+		assert.Contains(t, out, "- delete (GC) Secret default/creds (component config)")
+		assert.Contains(t, out, "- delete (GC) ConfigMap default/settings (component config)")
+	})
+
+	t.Run("keepLegacyResource keeps it", func(t *testing.T) {
+		out, code := e.diff(t, diffApp(diffAppOpts{mode: "a", noConfig: true, gc: `{keepLegacyResource: true}`}))
+		assert.Equal(t, ExitDiffNone, code, out)
+		assert.Contains(t, out, "= kept (GC) Secret default/creds (component config)")
+	})
+
+	t.Run("an orphan rule orphans it", func(t *testing.T) {
+		out, code := e.diff(t, diffApp(diffAppOpts{mode: "a", noConfig: true,
+			gc: `{rules: [{selector: {resourceTypes: [ConfigMap]}, propagation: orphan}]}`}))
+		assert.Equal(t, ExitDiffChanges, code, out)
+		assert.Contains(t, out, "- delete (GC) orphan ConfigMap default/settings (component config)")
+		assert.Contains(t, out, "- delete (GC) Secret default/creds (component config)")
+	})
+
+	t.Run("an unreachable member is unknown, exit 2 unless ignored", func(t *testing.T) {
+		out, code := e.diff(t, diffApp(diffAppOpts{mode: "a", down: true}))
+		assert.Equal(t, ExitDiffError, code, out)
+		assert.Contains(t, out, "cluster member-down:\n  ? unknown: ")
+		assert.Contains(t, out, "1 cluster unknown")
+		out, code = e.diff(t, diffApp(diffAppOpts{mode: "a", down: true}), "--ignore-unreachable")
+		assert.Equal(t, ExitDiffNone, code, out)
+	})
+
+	t.Run("an invalid Application: exit 2 with the messages of up", func(t *testing.T) {
+		bad := strings.Replace(diffApp(diffAppOpts{mode: "a"}), "type: webservice", "type: no-such-type", 1)
+		file := writeFile(t, e.dir, "bad.yaml", bad)
+		_, errOut, code := runOamflow(t, "diff", "-f", file, "--kubeconfig", e.counted)
+		assert.Equal(t, ExitDiffError, code)
+		_, upErr, upCode := runOamflow(t, "up", "-f", file, "--kubeconfig", e.direct)
+		assert.Equal(t, ExitUserError, upCode)
+		assert.Equal(t, upErr, errOut)
+		assert.Contains(t, errOut, "no-such-type")
+	})
+
+	hubWrites, hubDry := e.hubCount.counts()
+	memberWrites, memberDry := e.memberCount.counts()
+	assert.Empty(t, hubWrites, "diff writes nothing to the hub")
+	assert.Empty(t, memberWrites, "diff writes nothing to the member")
+	assert.Positive(t, hubDry, "the hub saw dry runs")
+	assert.Positive(t, memberDry, "the member saw dry runs")
+	t.Logf("dry runs: hub %d, member %d", hubDry, memberDry)
+}
+
+// changedLines are the -/+ lines of a unified diff (not its headers).
+func changedLines(d string) []string {
+	var out []string
+	for _, l := range strings.Split(d, "\n") {
+		if (strings.HasPrefix(l, "-") || strings.HasPrefix(l, "+")) && !strings.HasPrefix(l, "---") && !strings.HasPrefix(l, "+++") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (e *diffEnv) diff(t *testing.T, app string, args ...string) (string, int) {
+	t.Helper()
+	file := writeFile(t, e.dir, "app.yaml", app)
+	out, errOut, code := runOamflow(t, append([]string{"diff", "-f", file, "--kubeconfig", e.counted}, args...)...)
+	if code == ExitDiffError {
+		out += errOut
+	}
+	return out, code
+}
+
+// apply applies what diff plans as the controller would (through a
+// Keeper, at the planned revision), directly, not through the proxies.
+func (e *diffEnv) apply(t *testing.T, app string) {
+	t.Helper()
+	ctx := context.Background()
+	file := writeFile(t, e.dir, "app.yaml", app)
+	o := &diffOptions{global: &GlobalOptions{Kubeconfig: e.direct}, files: []string{file}, budgets: appfile.DefaultBudgets()}
+	env, di, err := o.load(ctx, nil, &strings.Builder{})
+	require.NoError(t, err)
+	pols, err := resourcekeeper.ParsePolicies(di.af.App.Spec.Policies)
+	require.NoError(t, err)
+	k, err := resourcekeeper.New(di.app, di.revision, resourcekeeper.Options{Clients: env.reg, Trackers: env.hub, Policies: pols})
+	require.NoError(t, err)
+	for _, cl := range di.clusters {
+		if cl == "member-1" {
+			// The registry reaches member-1 through its proxy: apply
+			// with a direct client instead.
+			direct := multicluster.ClusterClientsFn(func(_ context.Context, name string) (client.Client, error) {
+				if name == "member-1" {
+					return e.member.Client, nil
+				}
+				return env.hub, nil
+			})
+			k, err = resourcekeeper.New(di.app, di.revision, resourcekeeper.Options{Clients: direct, Trackers: env.hub, Policies: pols})
+			require.NoError(t, err)
+		}
+		var objs []*unstructured.Unstructured
+		for _, it := range di.items[cl] {
+			objs = append(objs, it.obj)
+		}
+		require.NoError(t, k.Apply(ctx, cl, objs), "applying to %s", cl)
+	}
+}
+
+type diffAppOpts struct {
+	// mode is the MODE env value the override sets on member-1.
+	mode string
+	// taken adds a component rendering a ConfigMap another app owns.
+	taken bool
+	// noConfig drops the config component (a Secret and a ConfigMap).
+	noConfig bool
+	// gc is a garbage-collect policy's properties.
+	gc string
+	// down adds the unreachable member-down to the member step.
+	down bool
+}
+
+// diffApp is an Application deploying web to the hub and to member-1
+// (with an override), and a config component to the hub.
+func diffApp(o diffAppOpts) string {
+	clusters := "[member-1]"
+	if o.down {
+		clusters = "[member-1, member-down]"
+	}
+	var b strings.Builder
+	b.WriteString(`apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata:
+  name: shop
+spec:
+  components:
+    - name: web
+      type: webservice
+      properties: {image: "nginx:1.27"}
+`)
+	if !o.noConfig {
+		b.WriteString(`    - name: config
+      type: k8s-objects
+      properties:
+        objects:
+          - apiVersion: v1
+            kind: Secret
+            metadata: {name: creds}
+            stringData: {password: s3cret}
+          - apiVersion: v1
+            kind: ConfigMap
+            metadata: {name: settings}
+            data: {level: info}
+`)
+	}
+	if o.taken {
+		b.WriteString(`    - name: taken
+      type: k8s-objects
+      properties:
+        objects:
+          - apiVersion: v1
+            kind: ConfigMap
+            metadata: {name: taken}
+            data: {mine: "yes"}
+`)
+	}
+	fmt.Fprintf(&b, `  policies:
+    - name: to-local
+      type: topology
+      properties: {clusters: [local]}
+    - name: to-members
+      type: topology
+      properties: {clusters: %s}
+    - name: member-env
+      type: override
+      properties:
+        selector: [web]
+        components:
+          - name: web
+            properties:
+              env: [{name: MODE, value: %s}]
+`, clusters, o.mode)
+	if o.gc != "" {
+		fmt.Fprintf(&b, `    - name: gc
+      type: garbage-collect
+      properties: %s
+`, o.gc)
+	}
+	b.WriteString(`  workflow:
+    steps:
+      - name: deploy-local
+        type: deploy
+        properties: {policies: [to-local]}
+      - name: deploy-member
+        type: deploy
+        properties: {policies: [to-members, member-env]}
+`)
+	return b.String()
+}
