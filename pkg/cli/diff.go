@@ -20,6 +20,7 @@ import (
 	"github.com/oamflow/oamflow/definitions"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/cuex"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
@@ -75,6 +76,11 @@ are not shown. oamflow's bookkeeping labels and annotations
 every revision, are not compared. Secret data is never printed: each key
 shows <changed> or <unchanged> with a short sha256 of its value.
 
+A helm/helmchart component's chart (a chart under --chart-root; remote
+charts are not fetched and are listed as not compared) is rendered with its
+values as ` + "`helm template`" + ` would and its manifest is diffed against the
+manifest of the live release (Helm's release record on the target cluster).
+
 What the new revision no longer renders is looked up in the Application's
 ResourceTrackers and judged by its garbage-collect policy: deleted, kept
 (keepLegacyResource, strategy never/onAppDelete), orphaned or handed over
@@ -115,10 +121,22 @@ read-only object missing), or a target cluster unreachable (unless
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "list unchanged objects too")
 	f.BoolVar(&o.ignoreUnreachable, "ignore-unreachable", false, "an unreachable cluster is shown as unknown but does not make the exit code 2")
 	f.StringVar(&o.chartRoot, "chart-root", ".", "folder holding the charts of helm components whose chart.source is a relative path")
-	f.IntVar(&o.parallel, "parallel", 4, "dry-run requests in flight per cluster")
+	f.IntVar(&o.parallel, "parallel", defaultDiffParallel, "dry-run requests in flight per cluster")
 	_ = f.MarkHidden("parallel")
 	addBudgetFlags(f, &o.budgets)
 	return cmd
+}
+
+// defaultDiffParallel is how many dry runs diff keeps in flight per cluster.
+const defaultDiffParallel = 4
+
+// plan renders app and compares it with the clusters: diff's report.
+func (o *diffOptions) plan(ctx context.Context, hub client.Client, reg *multicluster.Registry, app *v1beta1.Application, defs []*appfile.Definition, errOut io.Writer) (*diffReport, error) {
+	di, err := o.render(ctx, hub, reg, app, defs, errOut)
+	if err != nil {
+		return nil, err
+	}
+	return o.compare(ctx, hub, reg, di, errOut)
 }
 
 // diffItem is one rendered object bound for a cluster.
@@ -350,7 +368,7 @@ func (o *diffOptions) compare(ctx context.Context, hub client.Client, reg *multi
 	var g errgroup.Group
 	for i, cl := range di.clusters {
 		g.Go(func() error {
-			cd, err := o.compareCluster(ctx, k, reg, cl, di.items[cl], prog)
+			cd, err := o.compareCluster(ctx, k, reg, hub, app, cl, di.items[cl], prog)
 			results[i] = cd
 			return err
 		})
@@ -428,25 +446,42 @@ func (p *diffProgress) step(cluster string, done, total int) {
 
 // compareCluster previews items on cluster. An unreachable cluster gives
 // a report with Unknown set and no error.
-func (o *diffOptions) compareCluster(ctx context.Context, k *resourcekeeper.Keeper, reg *multicluster.Registry, cluster string, items []diffItem, prog *diffProgress) (clusterDiff, error) {
+func (o *diffOptions) compareCluster(ctx context.Context, k *resourcekeeper.Keeper, reg *multicluster.Registry, hub client.Reader, app *v1beta1.Application, cluster string, items []diffItem, prog *diffProgress) (clusterDiff, error) {
 	cd := clusterDiff{Cluster: cluster}
 	if h := reg.Health(ctx, cluster); !h.Reachable {
 		cd.Unknown = h.Message
 		return cd, nil
 	}
-	changes := make([]resourcekeeper.Change, len(items))
-	errs := make([]error, len(items))
+	hubOrMember, err := reg.Client(ctx, cluster)
+	if err != nil {
+		cd.Unknown = err.Error()
+		return cd, nil
+	}
+	type result struct {
+		ch   resourcekeeper.Change
+		helm *diffEntry
+		ref  common.ClusterObjectReference
+		err  error
+	}
+	results := make([]result, len(items))
 	var done int
 	var mu sync.Mutex
 	g := errgroup.Group{}
 	g.SetLimit(o.parallel)
 	for i, it := range items {
 		g.Go(func() error {
-			chs, err := k.Preview(ctx, cluster, []*unstructured.Unstructured{it.obj})
-			if err == nil {
-				changes[i] = chs[0]
+			r := &results[i]
+			if helmspec.IsHelmRelease(it.obj) {
+				od := &diffEntry{}
+				r.ref, r.err = o.helmDiff(ctx, hubOrMember, hub, app.Name, app.Namespace, cluster, it, od)
+				r.helm = od
+			} else {
+				chs, err := k.Preview(ctx, cluster, []*unstructured.Unstructured{it.obj})
+				if err == nil {
+					r.ch = chs[0]
+				}
+				r.err = err
 			}
-			errs[i] = err
 			mu.Lock()
 			done++
 			n := done
@@ -459,7 +494,8 @@ func (o *diffOptions) compareCluster(ctx context.Context, k *resourcekeeper.Keep
 	for i, it := range items {
 		od := diffEntry{Step: it.step, Component: it.component, APIVersion: it.obj.GetAPIVersion(), Kind: it.obj.GetKind(),
 			Namespace: it.obj.GetNamespace(), Name: it.obj.GetName()}
-		if err := errs[i]; err != nil {
+		r := results[i]
+		if err := r.err; err != nil {
 			if isUnreachable(err) {
 				cd.Unknown = err.Error()
 				cd.Objects, cd.desired = nil, nil
@@ -467,10 +503,16 @@ func (o *diffOptions) compareCluster(ctx context.Context, k *resourcekeeper.Keep
 			}
 			return cd, fmt.Errorf("cluster %s: %w", cluster, err)
 		}
-		ch := changes[i]
-		od.Namespace = ch.Object.Namespace
-		cd.desired = append(cd.desired, ch.Object)
-		classify(&od, ch)
+		if r.helm != nil {
+			od.Action, od.Diff, od.Message, od.Owner = r.helm.Action, r.helm.Diff, r.helm.Message, r.helm.Owner
+			od.Namespace, od.Name = r.helm.Namespace, r.helm.Name
+			cd.desired = append(cd.desired, r.ref)
+			cd.Objects = append(cd.Objects, od)
+			continue
+		}
+		od.Namespace = r.ch.Object.Namespace
+		cd.desired = append(cd.desired, r.ch.Object)
+		classify(&od, r.ch)
 		cd.Objects = append(cd.Objects, od)
 	}
 	return cd, nil
@@ -497,9 +539,6 @@ func classify(od *diffEntry, ch resourcekeeper.Change) {
 		}
 	case ch.Refused != "":
 		od.Action, od.Message = actionRefused, ch.Refused
-	case ch.Live == nil && ch.After == nil:
-		// A Helm release: installed by the controller, not dry-run here.
-		od.Action, od.Message = actionUnchanged, "a Helm release: not compared"
 	case ch.Live == nil:
 		od.Action = actionCreate
 		od.Diff = createText(ch.After)
@@ -530,6 +569,8 @@ const (
 	actionConflict  = "conflict"
 	actionRefused   = "refused"
 	actionUnknown   = "unknown"
+	// actionNotCompared: diff cannot tell (a remote Helm chart).
+	actionNotCompared = "not compared"
 )
 
 // diffReport is what `oamflow diff` found; -o json|yaml prints it.
@@ -579,6 +620,8 @@ type diffSummary struct {
 	Unknown   int `json:"unknownClusters"`
 	// UnknownObjects counts objects that could not be read.
 	UnknownObjects int `json:"unknownObjects"`
+	// NotCompared counts what diff cannot render (remote Helm charts).
+	NotCompared int `json:"notCompared,omitempty"`
 }
 
 func (r *diffReport) cluster(name string) *clusterDiff {
@@ -615,6 +658,8 @@ func (r *diffReport) count() {
 				s.Refused++
 			case actionUnknown:
 				s.UnknownObjects++
+			case actionNotCompared:
+				s.NotCompared++
 			}
 		}
 	}
@@ -695,6 +740,8 @@ func writeDiffReport(out io.Writer, rep *diffReport, format string, verbose bool
 				fmt.Fprintf(&b, "  ! refused %s\n", what)
 			case actionUnknown:
 				fmt.Fprintf(&b, "  ? unknown %s\n", what)
+			case actionNotCompared:
+				fmt.Fprintf(&b, "  ? not compared %s\n", what)
 			}
 			if od.Message != "" {
 				fmt.Fprintf(&b, "      %s\n", oneLine(od.Message))
@@ -723,6 +770,9 @@ func writeDiffReport(out io.Writer, rep *diffReport, format string, verbose bool
 	if s.UnknownObjects > 0 {
 		fmt.Fprintf(&b, "; %s unknown", plural(s.UnknownObjects, "object"))
 	}
+	if s.NotCompared > 0 {
+		fmt.Fprintf(&b, "; %d not compared", s.NotCompared)
+	}
 	b.WriteString("\n")
 	_, err := io.WriteString(out, b.String())
 	return err
@@ -731,7 +781,7 @@ func writeDiffReport(out io.Writer, rep *diffReport, format string, verbose bool
 // actionRank sorts a cluster's entries: changes first, in the order of
 // the legend.
 func actionRank(action string) int {
-	for i, a := range []string{actionCreate, actionUpdate, actionDelete, actionKept, actionConflict, actionRefused, actionUnknown} {
+	for i, a := range []string{actionCreate, actionUpdate, actionDelete, actionKept, actionConflict, actionRefused, actionUnknown, actionNotCompared} {
 		if a == action {
 			return i
 		}

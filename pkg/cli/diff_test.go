@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,9 +31,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/testing/envtest"
@@ -299,6 +306,45 @@ func TestDiffAgainstAPIServers(t *testing.T) {
 		assert.Contains(t, errOut, "no-such-type")
 	})
 
+	t.Run("a Helm component: the chart's manifest against the live release's", func(t *testing.T) {
+		e.helmRecord(t, "hi")
+		helmArgs := []string{"--chart-root", "../../charts/testdata"}
+		out, code := e.diff(t, helmApp("hi"), helmArgs...)
+		assert.Equal(t, ExitDiffNone, code, out)
+		assert.Contains(t, out, "= 1 object unchanged")
+
+		out, code = e.diff(t, helmApp("bye"), helmArgs...)
+		assert.Equal(t, ExitDiffChanges, code, out)
+		assert.Contains(t, out, "~ update HelmRelease default/web (component web, step web)")
+		assert.Contains(t, out, "--- release revision 1")
+		assert.Contains(t, out, "-  message: hi\n      +  message: bye\n")
+
+		out, code = e.diff(t, strings.Replace(helmApp("hi"), "source: simple", "source: simple, repoURL: 'https://charts.example.com'", 1), helmArgs...)
+		assert.Equal(t, ExitDiffNone, code, out)
+		assert.Contains(t, out, "? not compared HelmRelease default/web (component web, step web)")
+	})
+
+	t.Run("up --diff shows the plan and applies only when confirmed", func(t *testing.T) {
+		file := writeFile(t, e.dir, "up.yaml", diffApp(diffAppOpts{mode: "c"}))
+		key := client.ObjectKey{Namespace: "default", Name: "shop"}
+		out, code := runWithStdin(t, "no\n", "up", "--diff", "-f", file, "--kubeconfig", e.direct)
+		assert.Equal(t, ExitOK, code, out)
+		assert.Contains(t, out, "~ update Deployment default/web (component web, step deploy-member)")
+		assert.Contains(t, out, "Apply? ")
+		assert.Contains(t, out, "Nothing was applied.")
+		assert.True(t, apierrors.IsNotFound(hub.Client.Get(ctx, key, &v1beta1.Application{})), "not applied")
+
+		out, code = runWithStdin(t, "", "up", "--diff", "--yes", "-f", file, "--kubeconfig", e.direct)
+		assert.Equal(t, ExitOK, code, out)
+		assert.Contains(t, out, "Application default/shop created")
+		assert.NotContains(t, out, "Apply? ")
+		require.NoError(t, hub.Client.Get(ctx, key, &v1beta1.Application{}))
+
+		out, code = runWithStdin(t, diffApp(diffAppOpts{mode: "c"}), "up", "--diff", "-f", "-", "--kubeconfig", e.direct)
+		assert.Equal(t, ExitUserError, code, out)
+		assert.Contains(t, out, "pass --yes")
+	})
+
 	hubWrites, hubDry := e.hubCount.counts()
 	memberWrites, memberDry := e.memberCount.counts()
 	assert.Empty(t, hubWrites, "diff writes nothing to the hub")
@@ -306,6 +352,75 @@ func TestDiffAgainstAPIServers(t *testing.T) {
 	assert.Positive(t, hubDry, "the hub saw dry runs")
 	assert.Positive(t, memberDry, "the member saw dry runs")
 	t.Logf("dry runs: hub %d, member %d", hubDry, memberDry)
+}
+
+// helmApp is an Application with one helm component of the test chart
+// "simple" with values {message: msg}.
+func helmApp(msg string) string {
+	return `apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata: {name: store}
+spec:
+  components:
+    - name: web
+      type: helm
+      properties:
+        chart: {source: simple}
+        values: {message: ` + msg + `}
+`
+}
+
+// helmRecord writes the record of Helm release default/web (revision 1,
+// deployed, owned by Application default/store) with the manifest the
+// chart "simple" renders with message msg.
+func (e *diffEnv) helmRecord(t *testing.T, msg string) {
+	t.Helper()
+	ctx := context.Background()
+	spec, err := helmspec.ParseSpecMap(map[string]any{"chart": map[string]any{"source": "simple"}, "values": map[string]any{"message": msg}},
+		helmspec.Defaults{Name: "web", Namespace: "default"})
+	require.NoError(t, err)
+	objs, err := helmspec.Template(ctx, helmspec.BundledCharts{Root: "../../charts/testdata"}, nil, helmspec.Request{Namespace: "default", Spec: spec})
+	require.NoError(t, err)
+	var manifest strings.Builder
+	for _, o := range objs {
+		y, err := yaml.Marshal(o.Object)
+		require.NoError(t, err)
+		manifest.WriteString("---\n" + string(y))
+	}
+	rel, err := json.Marshal(map[string]any{"name": "web", "namespace": "default", "version": 1, "manifest": manifest.String()})
+	require.NoError(t, err)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, err = zw.Write(rel)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	rec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.web.v1", Namespace: "default", Labels: map[string]string{
+			helmLabelOwner: helmOwner, helmLabelName: "web", helmLabelStatus: helmStatusDeployed, helmLabelVersion: "1",
+			helmspec.LabelOwnerName: "store", helmspec.LabelOwnerNamespace: "default"}},
+		Type: "helm.sh/release.v1",
+		Data: map[string][]byte{helmReleaseKey: []byte(base64.StdEncoding.EncodeToString(gz.Bytes()))},
+	}
+	require.NoError(t, e.hub.Client.Create(ctx, rec))
+}
+
+// runWithStdin runs oamflow with stdin and returns its output and error
+// text together, and its exit code.
+func runWithStdin(t *testing.T, stdin string, args ...string) (string, int) {
+	t.Helper()
+	var out bytes.Buffer
+	root := NewRootCommand(&out, &out)
+	root.SetIn(strings.NewReader(stdin))
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	var ue *UserError
+	switch {
+	case err == nil:
+		return out.String(), ExitOK
+	case errors.As(err, &ue):
+		return out.String() + err.Error(), ExitUserError
+	}
+	return out.String() + err.Error(), ExitRuntimeErr
 }
 
 // changedLines are the -/+ lines of a unified diff (not its headers).

@@ -81,12 +81,18 @@ func unifiedDiff(live, after map[string]any) string {
 	if err != nil {
 		return fmt.Sprintf("(cannot print: %v)", err)
 	}
-	if string(lb) == string(ab) {
+	return unifiedText(string(lb), string(ab), "live", "after apply")
+}
+
+// unifiedText is the unified diff (3 lines of context) of two texts, ""
+// when they are equal.
+func unifiedText(a, b, from, to string) string {
+	if a == b {
 		return ""
 	}
 	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(strings.TrimSuffix(string(lb), "\n")), B: difflib.SplitLines(strings.TrimSuffix(string(ab), "\n")),
-		FromFile: "live", ToFile: "after apply", Context: 3,
+		A: difflib.SplitLines(strings.TrimSuffix(a, "\n")), B: difflib.SplitLines(strings.TrimSuffix(b, "\n")),
+		FromFile: from, ToFile: to, Context: 3,
 	})
 	if err != nil {
 		return fmt.Sprintf("(cannot diff: %v)", err)

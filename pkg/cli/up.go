@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
@@ -46,6 +49,9 @@ type upOptions struct {
 	pollInterval   time.Duration
 	validate       bool
 	budgets        appfile.Budgets
+	// diff shows the plan (as `oamflow diff`) before applying; yes skips
+	// the confirmation.
+	diff, yes bool
 }
 
 func newUpCommand(g *GlobalOptions) *cobra.Command {
@@ -70,6 +76,10 @@ With --wait, follow the workflow until the Application is running: steps as
 they start and finish and services as their health changes, redrawn in place
 on a terminal, one line per change otherwise (or when $CI is set).
 
+With --diff, the plan of ` + "`oamflow diff`" + ` is printed first and nothing is
+applied until it is confirmed (--yes confirms without asking, for CI); a
+plan that cannot be made (an unreachable cluster, a refusal) stops up.
+
 Exit codes: 0 applied (with --wait: running); 1 invalid input, or the
 controller found the Application invalid (phase workflowFailed with an
 Invalid* reason); 2 any other failure: the workflow failed or was
@@ -90,6 +100,8 @@ terminated, the wait timed out, the cluster is unreachable.`,
 	f.DurationVar(&o.pollInterval, "poll-interval", defaultPollInterval, "with --wait, how often to read the Application")
 	_ = f.MarkHidden("poll-interval")
 	f.BoolVar(&o.validate, "validate", true, "check every Application against the cluster's definitions (and those in the files) before applying anything")
+	f.BoolVar(&o.diff, "diff", false, "print the plan (as `oamflow diff`) and apply only after confirmation")
+	f.BoolVarP(&o.yes, "yes", "y", false, "with --diff, apply without asking")
 	addBudgetFlags(f, &o.budgets)
 	return cmd
 }
@@ -160,6 +172,12 @@ func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) err
 			return err
 		}
 	}
+	if o.diff {
+		ok, err := o.confirmPlan(ctx, c, cfg, stdin, out, in.apps, defs)
+		if err != nil || !ok {
+			return err
+		}
+	}
 	for _, d := range defs {
 		dns := d.Object.GetNamespace()
 		if dns == "" {
@@ -212,6 +230,53 @@ func (o *upOptions) run(ctx context.Context, stdin io.Reader, out io.Writer) err
 		fmt.Fprintf(out, "Application %s/%s is running%s after %s\n", app.Namespace, app.Name, rev, humanSpan(took))
 	}
 	return nil
+}
+
+// confirmPlan prints the plan of every Application (as `oamflow diff`)
+// and asks on stdin whether to go on, unless --yes; ok is false when the
+// user said no (nothing is applied then, and up succeeds).
+func (o *upOptions) confirmPlan(ctx context.Context, c client.Client, cfg *rest.Config, stdin io.Reader, out io.Writer, apps []*v1beta1.Application, defs []*appfile.Definition) (bool, error) {
+	reg, err := multicluster.NewRegistry(c, cfg)
+	if err != nil {
+		return false, err
+	}
+	d := &diffOptions{global: o.global, output: "text", budgets: o.budgets, parallel: defaultDiffParallel}
+	changes := false
+	for _, app := range apps {
+		rep, err := d.plan(ctx, c, reg, app.DeepCopy(), defs, out)
+		if err != nil {
+			return false, fmt.Errorf("making the plan of Application %s/%s (nothing was applied): %w", app.Namespace, app.Name, err)
+		}
+		if err := writeDiffReport(out, rep, "text", false); err != nil {
+			return false, err
+		}
+		switch rep.exitCode(false) {
+		case ExitDiffError:
+			return false, fmt.Errorf("the plan of Application %s/%s is incomplete (see above); nothing was applied (`oamflow diff --ignore-unreachable` shows the rest)", app.Namespace, app.Name)
+		case ExitDiffChanges:
+			changes = true
+		}
+	}
+	if !changes {
+		fmt.Fprintln(out, "No object would change; applying the Application.")
+		return true, nil
+	}
+	if o.yes {
+		return true, nil
+	}
+	if slices.Contains(o.files, "-") {
+		return false, userErrorf("--diff reads the confirmation from standard input, which holds the files (-f -): pass --yes")
+	}
+	fmt.Fprint(out, "Apply? Only \"yes\" applies: ")
+	answer, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("reading the confirmation: %w", err)
+	}
+	if a := strings.TrimSpace(answer); a != "yes" && a != "y" {
+		fmt.Fprintln(out, "Nothing was applied.")
+		return false, nil
+	}
+	return true, nil
 }
 
 // validateApps asks appfile.Validate about every Application, against
