@@ -50,6 +50,9 @@ type diffOptions struct {
 	budgets           appfile.Budgets
 	// parallel bounds the dry-run requests in flight per cluster.
 	parallel int
+	// offline compares with the objects of the live files instead.
+	offline bool
+	live    []string
 }
 
 func newDiffCommand(g *GlobalOptions) *cobra.Command {
@@ -96,6 +99,16 @@ Per cluster:
 
 Nothing is written: the only requests besides reads are dry runs.
 
+--offline contacts no cluster (for CI): the rendered objects are compared
+with the objects of --live files or folders (YAML as kubectl get -o yaml
+prints it; an object labelled app.oam.dev/cluster belongs to that member,
+others to the hub) on the fields the render sets; there is no API server to
+default or dry-run them, so defaults the render omits are not shown and
+fields the render sets to the server's default may be. Garbage collection
+is judged from the live objects carrying the Application's labels (no
+ResourceTrackers), by the same garbage-collect rules. Helm components are
+not compared offline.
+
 Exit codes: 0 no changes; 1 changes (including conflicts); 2 the plan could
 not be made: invalid input (the messages of ` + "`up`" + `), a refusal (a
 read-only object missing), or a target cluster unreachable (unless
@@ -120,6 +133,8 @@ read-only object missing), or a target cluster unreachable (unless
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "list unchanged objects too")
 	f.BoolVar(&o.ignoreUnreachable, "ignore-unreachable", false, "an unreachable cluster is shown as unknown but does not make the exit code 2")
+	f.BoolVar(&o.offline, "offline", false, "contact no cluster: compare with the objects of --live (definitions: the files' and the built-ins)")
+	f.StringSliceVar(&o.live, "live", nil, "with --offline, YAML files or folders of the live objects (kubectl get -o yaml output; Lists are read item by item)")
 	f.StringVar(&o.chartRoot, "chart-root", ".", "folder holding the charts of helm components whose chart.source is a relative path")
 	f.IntVar(&o.parallel, "parallel", defaultDiffParallel, "dry-run requests in flight per cluster")
 	_ = f.MarkHidden("parallel")
@@ -166,13 +181,37 @@ func (o *diffOptions) run(ctx context.Context, stdin io.Reader, out, errOut io.W
 	default:
 		return 0, userErrorf("--output must be text, json or yaml, not %q", o.output)
 	}
-	env, di, err := o.load(ctx, stdin, errOut)
-	if err != nil {
-		return 0, err
-	}
-	rep, err := o.compare(ctx, env.hub, env.reg, di, errOut)
-	if err != nil {
-		return 0, err
+	var rep *diffReport
+	if o.offline {
+		if len(o.live) == 0 {
+			return 0, userErrorf("--offline compares with the objects of --live FILE|DIR (YAML, as kubectl get -o yaml prints them)")
+		}
+		app, defs, err := o.readApp(ctx, stdin, errOut)
+		if err != nil {
+			return 0, err
+		}
+		live, err := readLiveObjects(o.live)
+		if err != nil {
+			return 0, err
+		}
+		di, err := o.render(ctx, nil, nil, app, defs, errOut)
+		if err != nil {
+			return 0, err
+		}
+		if rep, err = compareOffline(di, live); err != nil {
+			return 0, err
+		}
+	} else {
+		if len(o.live) > 0 {
+			return 0, userErrorf("--live needs --offline")
+		}
+		env, di, err := o.load(ctx, stdin, errOut)
+		if err != nil {
+			return 0, err
+		}
+		if rep, err = o.compare(ctx, env.hub, env.reg, di, errOut); err != nil {
+			return 0, err
+		}
 	}
 	if err := writeDiffReport(out, rep, o.output, o.verbose); err != nil {
 		return 0, err
@@ -188,6 +227,28 @@ type diffClusters struct {
 
 // load reads the -f files, validates the Application and renders it.
 func (o *diffOptions) load(ctx context.Context, stdin io.Reader, errOut io.Writer) (*diffClusters, *diffInput, error) {
+	app, defs, err := o.readApp(ctx, stdin, errOut)
+	if err != nil {
+		return nil, nil, err
+	}
+	hub, cfg, err := o.global.kubeClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := multicluster.NewRegistry(hub, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	di, err := o.render(ctx, hub, reg, app, defs, errOut)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &diffClusters{hub: hub, reg: reg}, di, nil
+}
+
+// readApp reads the one Application of the -f files, with the
+// definitions, Policies and Workflows of the same files, in its namespace.
+func (o *diffOptions) readApp(ctx context.Context, stdin io.Reader, errOut io.Writer) (*v1beta1.Application, []*appfile.Definition, error) {
 	if len(o.files) == 0 {
 		return nil, nil, userErrorf("give the Application with -f (\"-\" reads stdin)")
 	}
@@ -215,19 +276,7 @@ func (o *diffOptions) load(ctx context.Context, stdin io.Reader, errOut io.Write
 	if err := (&upOptions{global: o.global}).prepare(app, o.global.ResolvedNamespace()); err != nil {
 		return nil, nil, err
 	}
-	hub, cfg, err := o.global.kubeClient()
-	if err != nil {
-		return nil, nil, err
-	}
-	reg, err := multicluster.NewRegistry(hub, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	di, err := o.render(ctx, hub, reg, app, defs, errOut)
-	if err != nil {
-		return nil, nil, err
-	}
-	return &diffClusters{hub: hub, reg: reg}, di, nil
+	return app, defs, nil
 }
 
 // render validates app against the files' definitions, the cluster's and
@@ -242,19 +291,29 @@ func (o *diffOptions) render(ctx context.Context, hub client.Client, reg *multic
 	for _, d := range defs {
 		inline = append(inline, d.Object)
 	}
-	src := appfile.Chain(inline, appfile.NewClusterSource(hub, app.Namespace, ""), builtins)
+	// Offline (no hub): the files' and the built-in definitions only,
+	// topology clusters taken by name, revision 1.
+	src := appfile.Chain(inline, builtins)
+	var clusters appfile.Clusters
+	var resolver render.ClusterResolver
+	n := int64(1)
+	if hub != nil {
+		src = appfile.Chain(inline, appfile.NewClusterSource(hub, app.Namespace, ""), builtins)
+		clusters, resolver = reg, reg
+	}
 	ctx = appfile.WithEngine(ctx, cuex.NewEngine())
 	ctx = appfile.WithBudgets(ctx, o.budgets)
-	af, warnings, err := appfile.Validate(ctx, app, src, reg)
+	af, warnings, err := appfile.Validate(ctx, app, src, clusters)
 	printWarnings(errOut, app, warnings)
 	if err != nil {
 		return nil, asUserError(err)
 	}
-	n, err := nextRevision(ctx, hub, app)
-	if err != nil {
-		return nil, err
+	if hub != nil {
+		if n, err = nextRevision(ctx, hub, app); err != nil {
+			return nil, err
+		}
 	}
-	plans, err := render.PlanWorkflow(ctx, af, reg)
+	plans, err := render.PlanWorkflow(ctx, af, resolver)
 	if err != nil {
 		return nil, asUserError(err)
 	}
@@ -266,8 +325,10 @@ func (o *diffOptions) render(ctx context.Context, hub client.Client, reg *multic
 		}
 		for _, t := range p.Targets {
 			opts := render.Options{AppRevision: revision.Name(app.Name, n), Cluster: t.Cluster, Namespace: t.Namespace}
-			if v, err := reg.ClusterVersion(ctx, t.Cluster); err == nil {
-				opts.ClusterVersion = v
+			if reg != nil {
+				if v, err := reg.ClusterVersion(ctx, t.Cluster); err == nil {
+					opts.ClusterVersion = v
+				}
 			}
 			res, err := render.RenderApplication(ctx, t.AppFile, opts)
 			if err != nil {
@@ -397,29 +458,35 @@ func (o *diffOptions) compare(ctx context.Context, hub client.Client, reg *multi
 		}
 		od := diffEntry{Component: ch.Component, APIVersion: ch.Object.APIVersion, Kind: ch.Object.Kind,
 			Namespace: ch.Object.Namespace, Name: ch.Object.Name}
-		switch {
-		case ch.Err != nil:
+		if ch.Err != nil {
 			od.Action, od.Message = actionUnknown, ch.Err.Error()
-		case ch.Action == resourcekeeper.GCActionKeep:
-			od.Action, od.Message = actionKept, "no longer rendered; kept by the garbage-collect policy until the Application is deleted"
-		default:
-			od.Action = actionDelete
-			od.GC = string(ch.Action)
-			switch ch.Action {
-			case resourcekeeper.GCActionOrphan:
-				od.Message = "orphaned: left in place without the Application's labels"
-			case resourcekeeper.GCActionHandOver:
-				od.Message = "handed over to Application " + ch.To + ", which shares it"
-			case resourcekeeper.GCActionLeaveShare:
-				od.Message = "owned by another Application; this one leaves its shared-by list"
-			case resourcekeeper.GCActionDeleting:
-				od.Message = "already being deleted"
-			}
+		} else {
+			gcEntry(&od, ch.Action, ch.To)
 		}
 		cd.Objects = append(cd.Objects, od)
 	}
 	rep.count()
 	return rep, nil
+}
+
+// gcEntry fills od with what garbage collection would do (to: the
+// Application a hand-over gives the object to).
+func gcEntry(od *diffEntry, action resourcekeeper.GCAction, to string) {
+	if action == resourcekeeper.GCActionKeep {
+		od.Action, od.Message = actionKept, "no longer rendered; kept by the garbage-collect policy until the Application is deleted"
+		return
+	}
+	od.Action, od.GC = actionDelete, string(action)
+	switch action {
+	case resourcekeeper.GCActionOrphan:
+		od.Message = "orphaned: left in place without the Application's labels"
+	case resourcekeeper.GCActionHandOver:
+		od.Message = "handed over to Application " + to + ", which shares it"
+	case resourcekeeper.GCActionLeaveShare:
+		od.Message = "owned by another Application; this one leaves its shared-by list"
+	case resourcekeeper.GCActionDeleting:
+		od.Message = "already being deleted"
+	}
 }
 
 // progressThreshold is how many objects make diff report its progress.

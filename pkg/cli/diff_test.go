@@ -568,3 +568,116 @@ spec:
 `)
 	return b.String()
 }
+
+// TestDiffOffline compares with live objects read from files, without a
+// cluster.
+func TestDiffOffline(t *testing.T) {
+	dir := t.TempDir()
+	app := diffApp
+	appFile := writeFile(t, dir, "app.yaml", app(diffAppOpts{mode: "a"}))
+	// The live objects: what the render makes, with what an API server
+	// adds (defaults, status, managedFields, the cluster label).
+	o := &diffOptions{global: &GlobalOptions{Namespace: "default"}, files: []string{appFile}, budgets: appfile.DefaultBudgets()}
+	a, defs, err := o.readApp(context.Background(), nil, &strings.Builder{})
+	require.NoError(t, err)
+	di, err := o.render(context.Background(), nil, nil, a, defs, &strings.Builder{})
+	require.NoError(t, err)
+	liveOf := func(change func(obj *unstructured.Unstructured)) string {
+		var b strings.Builder
+		for _, cl := range di.clusters {
+			for _, it := range di.items[cl] {
+				obj := offlineDesired(it.obj)
+				if cl != "local" {
+					l := obj.GetLabels()
+					l[v1beta1.LabelAppCluster] = cl
+					obj.SetLabels(l)
+				}
+				obj.SetResourceVersion("42")
+				obj.Object["status"] = map[string]any{"observedGeneration": int64(1)}
+				if obj.GetKind() == "Deployment" {
+					require.NoError(t, unstructured.SetNestedField(obj.Object, int64(1), "spec", "replicas"))
+					require.NoError(t, unstructured.SetNestedField(obj.Object, int64(600), "spec", "progressDeadlineSeconds"))
+				}
+				if change != nil {
+					change(obj)
+				}
+				y, err := yaml.Marshal(obj.Object)
+				require.NoError(t, err)
+				b.WriteString("---\n" + string(y))
+			}
+		}
+		return b.String()
+	}
+	extra := `---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: old
+  namespace: default
+  labels: {app.oam.dev/name: shop, app.oam.dev/namespace: default, app.oam.dev/component: old}
+data: {a: b}
+`
+	cases := []struct {
+		reason   string
+		app      string
+		live     string
+		code     int
+		contains []string
+		absent   []string
+	}{
+		{reason: "the live objects as rendered, with server defaults and status: unchanged",
+			live: liveOf(nil), code: ExitDiffNone, contains: []string{"4 unchanged"}, absent: []string{"replicas", "progressDeadline"}},
+		{reason: "nothing live: creates",
+			live: "", code: ExitDiffChanges, contains: []string{"+ create Deployment default/web", "password: <changed sha256:"}, absent: []string{"s3cret"}},
+		{reason: "a changed image is an update of that field",
+			live: liveOf(func(obj *unstructured.Unstructured) {
+				if obj.GetKind() == "Deployment" && obj.GetLabels()[v1beta1.LabelAppCluster] == "" {
+					c, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+					c[0].(map[string]any)["image"] = "nginx:old"
+					_ = unstructured.SetNestedSlice(obj.Object, c, "spec", "template", "spec", "containers")
+				}
+			}),
+			code: ExitDiffChanges, contains: []string{"cluster local:\n  ~ update Deployment default/web", "-      - image: nginx:old\n      +      - image: nginx:1.27"}},
+		{reason: "a changed Secret value shows as changed, never printed",
+			live: liveOf(func(obj *unstructured.Unstructured) {
+				if obj.GetKind() == "Secret" {
+					obj.Object["data"] = map[string]any{"password": base64.StdEncoding.EncodeToString([]byte("old-pass"))}
+				}
+			}),
+			code: ExitDiffChanges, contains: []string{"~ update Secret default/creds", "+  password: <changed sha256:"}, absent: []string{"old-pass", "s3cret"}},
+		{reason: "another Application's object is a conflict",
+			live: liveOf(func(obj *unstructured.Unstructured) {
+				if obj.GetKind() == "ConfigMap" {
+					l := obj.GetLabels()
+					l[v1beta1.LabelAppName] = "other"
+					obj.SetLabels(l)
+				}
+			}),
+			code: ExitDiffChanges, contains: []string{"! conflict ConfigMap default/settings (component config, step deploy-local): owned by Application default/other"}},
+		{reason: "a live object of the Application no longer rendered is deleted by GC",
+			live: liveOf(nil) + extra, code: ExitDiffChanges, contains: []string{"- delete (GC) ConfigMap default/old (component old)"}},
+		{reason: "... or kept with keepLegacyResource",
+			app:  app(diffAppOpts{mode: "a", gc: `{keepLegacyResource: true}`}),
+			live: liveOf(nil) + extra, code: ExitDiffNone, contains: []string{"= kept (GC) ConfigMap default/old (component old)"}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			f := appFile
+			if tc.app != "" {
+				f = writeFile(t, dir, fmt.Sprintf("app-%d.yaml", i), tc.app)
+			}
+			liveFile := writeFile(t, dir, fmt.Sprintf("live-%d.yaml", i), tc.live)
+			out, errOut, code := runOamflow(t, "diff", "--offline", "-n", "default", "-f", f, "--live", liveFile)
+			assert.Equal(t, tc.code, code, out+errOut)
+			for _, s := range tc.contains {
+				assert.Contains(t, out, s)
+			}
+			for _, s := range tc.absent {
+				assert.NotContains(t, out, s)
+			}
+		})
+	}
+	_, errOut, code := runOamflow(t, "diff", "--offline", "-f", appFile)
+	assert.Equal(t, ExitDiffError, code)
+	assert.Contains(t, errOut, "--offline compares with the objects of --live")
+}

@@ -178,27 +178,36 @@ func (k *Keeper) PreviewGC(ctx context.Context, keep []common.ClusterObjectRefer
 				continue
 			}
 			ch.Live = live
-			v := k.gcVerdictOf(live, false)
-			switch v.act {
-			case gcNotOurs:
+			if ch.Action, ch.To = k.JudgeGC(live); ch.Action == "" {
 				continue
-			case gcLeaveShare:
-				ch.Action = GCActionLeaveShare
-			case gcKeep:
-				ch.Action = GCActionKeep
-			case gcHandOver:
-				ch.Action, ch.To = GCActionHandOver, v.sharers[0]
-			case gcDeleting:
-				ch.Action = GCActionDeleting
-			case gcOrphan:
-				ch.Action = GCActionOrphan
-			default:
-				ch.Action = GCActionDelete
 			}
 			out = append(out, ch)
 		}
 	}
 	return out, nil
+}
+
+// JudgeGC says what garbage collection would do with live, a tracked
+// object the new revision no longer applies, by the rules GarbageCollect
+// uses; to is the Application a hand-over gives it to. action is "" when
+// the object is another Application's now and is left alone.
+func (k *Keeper) JudgeGC(live *unstructured.Unstructured) (action GCAction, to string) {
+	v := k.gcVerdictOf(live, false)
+	switch v.act {
+	case gcNotOurs:
+		return "", ""
+	case gcLeaveShare:
+		return GCActionLeaveShare, ""
+	case gcKeep:
+		return GCActionKeep, ""
+	case gcHandOver:
+		return GCActionHandOver, v.sharers[0]
+	case gcDeleting:
+		return GCActionDeleting, ""
+	case gcOrphan:
+		return GCActionOrphan, ""
+	}
+	return GCActionDelete, ""
 }
 
 // releaseAction names the verdict on a tracked Helm release.
