@@ -1,17 +1,10 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,11 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
@@ -656,34 +648,6 @@ func formatTree(w io.Writer, rep *statusReport, msg func(string) string) error {
 	return err
 }
 
-// Helm's release records (its "secret" storage driver, the default of the
-// helm CLI and the one pkg/helm uses): one Secret per release revision in
-// the release namespace, labelled owner=helm, name=<release>,
-// version=<revision>, status=<deployed|superseded|failed|pending-…>; its
-// data key "release" holds the release as base64 of (usually gzipped) JSON
-// whose "manifest" is the rendered multi-document YAML. They are read here
-// without Helm's SDK, which the CLI does not link for `status`.
-const (
-	helmLabelOwner     = "owner"
-	helmOwner          = "helm"
-	helmLabelName      = "name"
-	helmLabelVersion   = "version"
-	helmLabelStatus    = "status"
-	helmStatusDeployed = "deployed"
-	helmReleaseKey     = "release"
-	// maxHelmReleaseBytes bounds a decompressed release record (a Secret
-	// holds at most 1 MiB; charts compress well, but not 64 times).
-	maxHelmReleaseBytes = 64 << 20
-)
-
-// helmRelease is the part of a Helm release record --tree reads.
-type helmRelease struct {
-	Name      string `json:"name"`
-	Namespace string `json:"namespace"`
-	Version   int    `json:"version"`
-	Manifest  string `json:"manifest"`
-}
-
 // releaseResources lists the resources of Helm release rel (a HelmRelease
 // row: Name and Namespace are the release's; an empty Namespace searches
 // every namespace) from its record on c: the latest deployed revision,
@@ -693,21 +657,20 @@ type helmRelease struct {
 // missing or unreadable.
 func releaseResources(ctx context.Context, c client.Client, rel liveResource) ([]liveResource, error) {
 	list := &corev1.SecretList{}
-	if err := c.List(ctx, list, client.InNamespace(rel.Namespace),
-		client.MatchingLabels{helmLabelOwner: helmOwner, helmLabelName: rel.Name}); err != nil {
-		return nil, fmt.Errorf("listing Helm release records (Secrets labelled %s=%s,%s=%s) in namespace %s: %w",
-			helmLabelOwner, helmOwner, helmLabelName, rel.Name, rel.Namespace, err)
+	if err := c.List(ctx, list, client.InNamespace(rel.Namespace), client.MatchingLabels(helmspec.RecordLabels(rel.Name))); err != nil {
+		return nil, fmt.Errorf("listing Helm release records (Secrets labelled %s) in namespace %s: %w",
+			labels.FormatLabels(helmspec.RecordLabels(rel.Name)), rel.Namespace, err)
 	}
-	rec := latestHelmRecord(list.Items)
+	rec := helmspec.LatestRecord(list.Items)
 	if rec == nil {
-		return nil, fmt.Errorf("no Helm release record (Secret labelled %s=%s,%s=%s) in namespace %s of cluster %s",
-			helmLabelOwner, helmOwner, helmLabelName, rel.Name, rel.Namespace, rel.Cluster)
+		return nil, fmt.Errorf("no Helm release record (Secret labelled %s) in namespace %s of cluster %s",
+			labels.FormatLabels(helmspec.RecordLabels(rel.Name)), rel.Namespace, rel.Cluster)
 	}
-	hr, err := decodeHelmRelease(rec.Data[helmReleaseKey])
+	hr, err := helmspec.DecodeRecord(rec)
 	if err != nil {
-		return nil, fmt.Errorf("Helm release record Secret %s/%s: %w", rec.Namespace, rec.Name, err)
+		return nil, err
 	}
-	objs, err := manifestObjects(hr.Manifest)
+	objs, err := helmspec.ParseManifest(hr.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("manifest of Helm release %s revision %d: %w", rel.Name, hr.Version, err)
 	}
@@ -744,101 +707,6 @@ func manifestNamespace(scope namespaceScoper, o *unstructured.Unstructured, rele
 // (controller-runtime's client.Client, through its RESTMapper).
 type namespaceScoper interface {
 	IsObjectNamespaced(obj runtime.Object) (bool, error)
-}
-
-// latestHelmRecord picks, among the records of one release, the deployed
-// one with the highest version, else the one with the highest version (a
-// release whose install failed or is pending); nil when there is none.
-func latestHelmRecord(secrets []corev1.Secret) *corev1.Secret {
-	var best *corev1.Secret
-	bestDeployed, bestVersion := false, -1
-	for i := range secrets {
-		s := &secrets[i]
-		v, err := strconv.Atoi(s.Labels[helmLabelVersion])
-		if err != nil {
-			v = 0
-		}
-		deployed := s.Labels[helmLabelStatus] == helmStatusDeployed
-		if best == nil || (deployed && !bestDeployed) || (deployed == bestDeployed && v > bestVersion) {
-			best, bestDeployed, bestVersion = s, deployed, v
-		}
-	}
-	return best
-}
-
-// decodeHelmRelease decodes the "release" value of a Helm record Secret
-// (Secret data, i.e. already base64-decoded once by the API): base64 of
-// JSON, gzipped or not. The decompressed size is bounded by
-// maxHelmReleaseBytes.
-func decodeHelmRelease(data []byte) (*helmRelease, error) {
-	if len(data) == 0 {
-		return nil, fmt.Errorf("data.%s is empty", helmReleaseKey)
-	}
-	raw, err := base64.StdEncoding.DecodeString(string(data))
-	if err != nil {
-		return nil, fmt.Errorf("data.%s is not base64: %w", helmReleaseKey, err)
-	}
-	if len(raw) > 2 && raw[0] == 0x1f && raw[1] == 0x8b {
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("data.%s: gzip: %w", helmReleaseKey, err)
-		}
-		raw, err = io.ReadAll(io.LimitReader(zr, maxHelmReleaseBytes+1))
-		if err != nil {
-			return nil, fmt.Errorf("data.%s: gzip: %w", helmReleaseKey, err)
-		}
-		if len(raw) > maxHelmReleaseBytes {
-			return nil, fmt.Errorf("data.%s: more than %d bytes decompressed", helmReleaseKey, maxHelmReleaseBytes)
-		}
-	}
-	hr := &helmRelease{}
-	if err := json.Unmarshal(raw, hr); err != nil {
-		return nil, fmt.Errorf("data.%s: not a Helm release (JSON): %w", helmReleaseKey, err)
-	}
-	return hr, nil
-}
-
-// manifestObjects parses a Helm manifest (YAML documents separated by
-// "---"; empty and comment-only documents skipped; v1 Lists flattened)
-// into objects. A document that is not an object with apiVersion, kind
-// and metadata.name is an error naming its position (1-based).
-func manifestObjects(manifest string) ([]*unstructured.Unstructured, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(manifest)))
-	var out []*unstructured.Unstructured
-	for doc := 1; ; doc++ {
-		b, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", doc, err)
-		}
-		var m map[string]any
-		if err := yaml.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("document %d: %w", doc, err)
-		}
-		if len(m) == 0 {
-			continue
-		}
-		o := &unstructured.Unstructured{Object: m}
-		objs := []*unstructured.Unstructured{o}
-		if o.IsList() {
-			l, err := o.ToList()
-			if err != nil {
-				return nil, fmt.Errorf("document %d: %w", doc, err)
-			}
-			objs = objs[:0]
-			for i := range l.Items {
-				objs = append(objs, &l.Items[i])
-			}
-		}
-		for _, o := range objs {
-			if o.GetAPIVersion() == "" || o.GetKind() == "" || o.GetName() == "" {
-				return nil, fmt.Errorf("document %d: not an object with apiVersion, kind and metadata.name", doc)
-			}
-			out = append(out, o)
-		}
-	}
 }
 
 // appReadError is the error of verb ("reading", "deleting") Application

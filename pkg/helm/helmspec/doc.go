@@ -15,6 +15,10 @@
 //     to `helm template` (Helm's install action in client-only dry-run
 //     mode with default capabilities) but built only on Helm's chart,
 //     chart/loader, chartutil, engine and releaseutil packages.
+//   - Release records as Helm's Secret storage driver writes them:
+//     RecordLabels, LatestRecord and DecodeRecord (the CLI's `status
+//     --tree` reads releases through them), and ParseManifest for the
+//     manifest they hold.
 //   - The Request, ReleaseInfo and Health types shared with pkg/helm.
 //
 // It links none of Helm's action, registry, repo, kube, storage or lint
