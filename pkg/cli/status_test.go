@@ -22,7 +22,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
-	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // appMod changes a fixture Application.
@@ -378,7 +378,7 @@ func testStatusHelmTree(t *testing.T, e *cliEnv) {
 	}
 	require.NoError(t, e.c.Status().Update(ctx, app))
 	releaseRef := func(name string) common.ClusterObjectReference {
-		return common.ClusterObjectReference{APIVersion: helm.APIVersion, Kind: helm.Kind, Namespace: "default", Name: name}
+		return common.ClusterObjectReference{APIVersion: helmspec.APIVersion, Kind: helmspec.Kind, Namespace: "default", Name: name}
 	}
 	require.NoError(t, e.c.Create(ctx, &v1beta1.ResourceTracker{
 		ObjectMeta: metav1.ObjectMeta{Name: "charted-v1-default", Labels: map[string]string{v1beta1.LabelAppName: "charted", v1beta1.LabelAppNamespace: "default", v1beta1.LabelAppRevision: "charted-v1"}},

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/testing/envtest"
 )
 
@@ -47,7 +48,7 @@ func TestHelmReleasesEnvtest(t *testing.T) {
 	t.Run("a typo in the chart name is unhealthy and says not found", func(t *testing.T) {
 		got := evaluate(t, "simpel")
 		assert.False(t, got.Healthy)
-		assert.Equal(t, helm.ReasonChartUnavailable, got.Reason)
+		assert.Equal(t, helmspec.ReasonChartUnavailable, got.Reason)
 		assert.Contains(t, got.Message, "chart not found")
 		assert.Contains(t, got.Message, "simpel")
 	})
@@ -55,18 +56,18 @@ func TestHelmReleasesEnvtest(t *testing.T) {
 	t.Run("a release not installed yet is unhealthy", func(t *testing.T) {
 		got := evaluate(t, "simple")
 		assert.False(t, got.Healthy)
-		assert.Equal(t, helm.ReasonReleaseNotFound, got.Reason)
+		assert.Equal(t, helmspec.ReasonReleaseNotFound, got.Reason)
 	})
 
-	spec, err := helm.SpecFromObject(rendered("simple"), helm.Defaults{Name: "web", Namespace: ns})
+	spec, err := helmspec.SpecFromObject(rendered("simple"), helmspec.Defaults{Name: "web", Namespace: ns})
 	require.NoError(t, err)
-	_, err = hc.Ensure(ctx, helm.Request{Namespace: ns, Spec: spec})
+	_, err = hc.Ensure(ctx, helmspec.Request{Namespace: ns, Spec: spec})
 	require.NoError(t, err)
 
 	t.Run("a Deployment not available yet is listed by kind", func(t *testing.T) {
 		got := evaluate(t, "simple")
 		assert.False(t, got.Healthy)
-		assert.Equal(t, helm.ReasonResourcesNotReady, got.Reason)
+		assert.Equal(t, helmspec.ReasonResourcesNotReady, got.Reason)
 		assert.Equal(t, "release web revision 1, chart simple-0.1.0: 2/3 resources ready", got.Message)
 		require.Contains(t, got.Details, "Deployment")
 		assert.Contains(t, got.Details["Deployment"], "not ready: web-web")

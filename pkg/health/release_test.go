@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
-	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // renderedRelease is a HelmRelease as the helm definition renders it.
@@ -29,12 +29,12 @@ spec:
 }
 
 func TestReleaseHealthEvaluate(t *testing.T) {
-	ready := ReleaseHealth{Healthy: true, Reason: helm.ReasonReady, Message: "release web revision 2, chart simple-0.1.0: 3/3 resources ready",
+	ready := ReleaseHealth{Healthy: true, Reason: helmspec.ReasonReady, Message: "release web revision 2, chart simple-0.1.0: 3/3 resources ready",
 		Name: "web", Namespace: "prod", Revision: 2, Status: "deployed", Chart: "simple", ChartVersion: "0.1.0", AppVersion: "1.0.0", Ready: 3, Total: 3}
-	notReady := ReleaseHealth{Reason: helm.ReasonResourcesNotReady, Message: "release web revision 1, chart simple-0.1.0: 1/3 resources ready",
+	notReady := ReleaseHealth{Reason: helmspec.ReasonResourcesNotReady, Message: "release web revision 1, chart simple-0.1.0: 1/3 resources ready",
 		Details: map[string]string{"Deployment": "not ready: web-web (Ready: 0/1)", "ConfigMap": "MISSING: web-config"},
 		Name:    "web", Namespace: "prod", Revision: 1, Status: "deployed", Ready: 1, Total: 3}
-	noChart := ReleaseHealth{Reason: helm.ReasonChartUnavailable, Message: `bundled chart "simpel": chart not found`, Name: "web", Namespace: "prod"}
+	noChart := ReleaseHealth{Reason: helmspec.ReasonChartUnavailable, Message: `bundled chart "simpel": chart not found`, Name: "web", Namespace: "prod"}
 
 	// healthyPolicy says healthy whatever it sees, with a message.
 	var evaluated bool
@@ -46,7 +46,7 @@ func TestReleaseHealthEvaluate(t *testing.T) {
 		return ReleaseCheckerFn(func(_ context.Context, cluster, appNamespace string, obj *unstructured.Unstructured) (ReleaseHealth, error) {
 			assert.Equal(t, "east", cluster)
 			assert.Equal(t, "apps", appNamespace)
-			assert.True(t, helm.IsHelmRelease(obj))
+			assert.True(t, helmspec.IsHelmRelease(obj))
 			return rh, nil
 		})
 	}
@@ -65,13 +65,13 @@ func TestReleaseHealthEvaluate(t *testing.T) {
 		{
 			reason:   "resources not ready and missing make it unhealthy, with details by kind",
 			releases: checker(notReady),
-			want:     Outcome{Result: Result{Reason: helm.ReasonResourcesNotReady, Message: notReady.Message}, Details: notReady.Details},
+			want:     Outcome{Result: Result{Reason: helmspec.ReasonResourcesNotReady, Message: notReady.Message}, Details: notReady.Details},
 		},
 		{
 			reason:   "a chart that cannot be fetched is unhealthy, even when a health policy would say healthy",
 			releases: checker(noChart),
 			status:   &common.Status{HealthPolicy: "isHealth: true"},
-			want:     Outcome{Result: Result{Reason: helm.ReasonChartUnavailable, Message: noChart.Message}},
+			want:     Outcome{Result: Result{Reason: helmspec.ReasonChartUnavailable, Message: noChart.Message}},
 		},
 		{
 			reason: "without a ReleaseChecker a HelmRelease is unhealthy, saying Helm support is missing",
@@ -103,7 +103,7 @@ func TestReleaseHealthEvaluate(t *testing.T) {
 
 func TestReleaseLiveObject(t *testing.T) {
 	f := Fetcher{Releases: ReleaseCheckerFn(func(context.Context, string, string, *unstructured.Unstructured) (ReleaseHealth, error) {
-		return ReleaseHealth{Healthy: true, Reason: helm.ReasonReady, Message: "m", Name: "web-rel", Namespace: "prod", Revision: 2,
+		return ReleaseHealth{Healthy: true, Reason: helmspec.ReasonReady, Message: "m", Name: "web-rel", Namespace: "prod", Revision: 2,
 			Status: "deployed", Chart: "simple", ChartVersion: "0.1.0", AppVersion: "1.0.0", Ready: 3, Total: 3}, nil
 	})}
 	o, err := f.Fetch(context.Background(), nil, renderedRelease(t))

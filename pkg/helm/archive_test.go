@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // entry is one crafted tar entry.
@@ -55,18 +57,18 @@ func TestLoadArchiveGuards(t *testing.T) {
 	for i := 0; i < 12; i++ {
 		many = append(many, entry{name: "crafted/templates/f" + string(rune('a'+i)) + ".yaml", body: "# x\n"})
 	}
-	small := Limits{MaxArchiveBytes: 1 << 20, MaxFiles: 10, MaxDecompressedBytes: 64 << 10, MaxFileBytes: 48 << 10}
+	small := helmspec.Limits{MaxArchiveBytes: 1 << 20, MaxFiles: 10, MaxDecompressedBytes: 64 << 10, MaxFileBytes: 48 << 10}
 	cases := []struct {
 		reason  string
 		data    []byte
-		limits  Limits
+		limits  helmspec.Limits
 		wantErr string // "" = loads
 		unsafe  bool
 	}{
 		{reason: "a well-formed chart loads", data: craft(t, chartYAML, entry{name: "crafted/values.yaml", body: "a: 1\n"})},
 		{reason: "the real test chart loads", data: packageChart(t, "simple", "")},
 		{reason: "compressed size over the limit", data: craft(t, chartYAML, entry{name: "crafted/values.yaml", body: strings.Repeat("a", 4096)}),
-			limits: Limits{MaxArchiveBytes: 100}, wantErr: "more than the limit", unsafe: true},
+			limits: helmspec.Limits{MaxArchiveBytes: 100}, wantErr: "more than the limit", unsafe: true},
 		{reason: "too many files", data: craft(t, many...), limits: small, wantErr: "more than 10 files", unsafe: true},
 		{reason: "one file decompresses past the per-file limit (gzip bomb)", data: craft(t, chartYAML, entry{name: "crafted/values.yaml", body: strings.Repeat("0", 60<<10)}),
 			limits: small, wantErr: "more than the limit of 49152", unsafe: true},
@@ -94,7 +96,7 @@ func TestLoadArchiveGuards(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
-			ch, err := LoadArchive(tc.data, tc.limits)
+			ch, err := helmspec.LoadArchive(tc.data, tc.limits)
 			if tc.wantErr == "" {
 				require.NoError(t, err)
 				require.NotNil(t, ch.Metadata)
@@ -102,7 +104,7 @@ func TestLoadArchiveGuards(t *testing.T) {
 			}
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.wantErr)
-			assert.Equal(t, tc.unsafe, errorsIs(err, ErrUnsafeChart), "ErrUnsafeChart")
+			assert.Equal(t, tc.unsafe, errorsIs(err, helmspec.ErrUnsafeChart), "ErrUnsafeChart")
 		})
 	}
 }
@@ -111,13 +113,13 @@ func TestLoadDirRefusesSymlinks(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "Chart.yaml"), []byte(validChartYAML), 0o600))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "templates"), 0o700))
-	ch, err := LoadDir(dir, Limits{})
+	ch, err := helmspec.LoadDir(dir, helmspec.Limits{})
 	require.NoError(t, err)
 	assert.Equal(t, "crafted", ch.Name())
 
 	require.NoError(t, os.Symlink("/etc/hostname", filepath.Join(dir, "templates", "leak.yaml")))
-	_, err = LoadDir(dir, Limits{})
-	require.ErrorIs(t, err, ErrUnsafeChart)
+	_, err = helmspec.LoadDir(dir, helmspec.Limits{})
+	require.ErrorIs(t, err, helmspec.ErrUnsafeChart)
 	assert.Contains(t, err.Error(), "symlink")
 }
 
@@ -125,10 +127,10 @@ func TestLoadDirLimits(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "Chart.yaml"), []byte(validChartYAML), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "values.yaml"), bytes.Repeat([]byte("#"), 2048), 0o600))
-	_, err := LoadDir(dir, Limits{MaxFileBytes: 1024})
-	require.ErrorIs(t, err, ErrUnsafeChart)
-	_, err = LoadDir(dir, Limits{MaxFiles: 1})
-	require.ErrorIs(t, err, ErrUnsafeChart)
+	_, err := helmspec.LoadDir(dir, helmspec.Limits{MaxFileBytes: 1024})
+	require.ErrorIs(t, err, helmspec.ErrUnsafeChart)
+	_, err = helmspec.LoadDir(dir, helmspec.Limits{MaxFiles: 1})
+	require.ErrorIs(t, err, helmspec.ErrUnsafeChart)
 }
 
 func FuzzLoadArchive(f *testing.F) {
@@ -137,6 +139,6 @@ func FuzzLoadArchive(f *testing.F) {
 	f.Add(craft(f, entry{name: "c/../x", body: "x"}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// Must never panic, whatever the bytes.
-		_, _ = LoadArchive(data, Limits{MaxArchiveBytes: 1 << 16, MaxFiles: 50, MaxDecompressedBytes: 1 << 18, MaxFileBytes: 1 << 16})
+		_, _ = helmspec.LoadArchive(data, helmspec.Limits{MaxArchiveBytes: 1 << 16, MaxFiles: 50, MaxDecompressedBytes: 1 << 18, MaxFileBytes: 1 << 16})
 	})
 }

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // Keys of a chart-source auth Secret. A Secret may combine them: basic
@@ -36,7 +38,7 @@ func (c *credentials) String() string { return "<redacted credentials>" }
 
 // readCredentials reads ref from namespace (the application's namespace;
 // ParseSpec has already refused other namespaces). A nil ref gives nil.
-func readCredentials(ctx context.Context, r client.Reader, namespace string, ref *SecretRef) (*credentials, error) {
+func readCredentials(ctx context.Context, r client.Reader, namespace string, ref *helmspec.SecretRef) (*credentials, error) {
 	if ref == nil {
 		return nil, nil
 	}

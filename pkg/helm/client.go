@@ -37,11 +37,11 @@ const (
 	ActionPending     = helmspec.ActionPending
 )
 
-func infoOf(r *release.Release) ReleaseInfo {
+func infoOf(r *release.Release) helmspec.ReleaseInfo {
 	if r == nil {
-		return ReleaseInfo{}
+		return helmspec.ReleaseInfo{}
 	}
-	ri := ReleaseInfo{Name: r.Name, Namespace: r.Namespace, Revision: r.Version, Digest: r.Labels[LabelDigest]}
+	ri := helmspec.ReleaseInfo{Name: r.Name, Namespace: r.Namespace, Revision: r.Version, Digest: r.Labels[helmspec.LabelDigest]}
 	if r.Info != nil {
 		ri.Status = r.Info.Status.String()
 	}
@@ -59,7 +59,7 @@ var ErrOperationInProgress = helmspec.ErrOperationInProgress
 // from its Reader (the hub). Safe for concurrent use on different releases.
 type Client struct {
 	factory Factory
-	charts  ChartFetcher
+	charts  helmspec.ChartFetcher
 	reader  client.Reader
 	grace   time.Duration
 	now     func() time.Time
@@ -77,7 +77,7 @@ func WithPendingGracePeriod(d time.Duration) ClientOption { return func(c *Clien
 func WithClock(now func() time.Time) ClientOption { return func(c *Client) { c.now = now } }
 
 // NewClient returns a Client.
-func NewClient(factory Factory, charts ChartFetcher, reader client.Reader, opts ...ClientOption) *Client {
+func NewClient(factory Factory, charts helmspec.ChartFetcher, reader client.Reader, opts ...ClientOption) *Client {
 	c := &Client{factory: factory, charts: charts, reader: reader, grace: 5 * time.Minute, now: time.Now}
 	for _, o := range opts {
 		o(c)
@@ -87,13 +87,13 @@ func NewClient(factory Factory, charts ChartFetcher, reader client.Reader, opts 
 
 type desired = helmspec.Desired
 
-func (c *Client) prepare(ctx context.Context, req Request) (*desired, error) {
+func (c *Client) prepare(ctx context.Context, req helmspec.Request) (*desired, error) {
 	return helmspec.Prepare(ctx, c.charts, c.reader, req)
 }
 
 // Digest returns the desired-state digest of req (fetching its chart and
 // values): the value LabelDigest will have after Ensure.
-func (c *Client) Digest(ctx context.Context, req Request) (string, error) {
+func (c *Client) Digest(ctx context.Context, req helmspec.Request) (string, error) {
 	d, err := c.prepare(ctx, req)
 	if err != nil {
 		return "", err
@@ -119,10 +119,10 @@ func last(cfg *action.Configuration, name string) (*release.Release, error) {
 
 // releaseLabels are the custom labels of a revision made for req: the
 // desired-state digest and, with an owner, the owning Application.
-func releaseLabels(req Request, d *desired) map[string]string {
-	l := map[string]string{LabelDigest: d.Digest}
+func releaseLabels(req helmspec.Request, d *desired) map[string]string {
+	l := map[string]string{helmspec.LabelDigest: d.Digest}
 	if o := req.Owner; o != nil && !o.IsZero() {
-		l[LabelOwnerName], l[LabelOwnerNamespace] = o.Name, o.Namespace
+		l[helmspec.LabelOwnerName], l[helmspec.LabelOwnerNamespace] = o.Name, o.Namespace
 	}
 	return l
 }
@@ -140,25 +140,25 @@ func (c *Client) Owner(ctx context.Context, cluster, namespace, name string) (Re
 	if err != nil || cur == nil {
 		return ReleaseOwner{}, err
 	}
-	return ReleaseOwner{Exists: true, Owner: helmspec.OwnerOf(cur.Labels), Oamflow: cur.Labels[LabelDigest] != "", Release: infoOf(cur)}, nil
+	return ReleaseOwner{Exists: true, Owner: helmspec.OwnerOf(cur.Labels), Oamflow: cur.Labels[helmspec.LabelDigest] != "", Release: infoOf(cur)}, nil
 }
 
 // checkOwner refuses cur (a release's newest revision, or nil) when req
 // names an owner and cur records another Application. A release that
 // records none is left to the caller's judgement (the resource keeper
 // adopts one only under a take-over rule).
-func checkOwner(req Request, cur *release.Release) error {
+func checkOwner(req helmspec.Request, cur *release.Release) error {
 	if req.Owner == nil || cur == nil {
 		return nil
 	}
 	if o := helmspec.OwnerOf(cur.Labels); !o.IsZero() && o != *req.Owner {
-		return &NotOwnedError{Namespace: cur.Namespace, Name: cur.Name, Owner: o}
+		return &helmspec.NotOwnedError{Namespace: cur.Namespace, Name: cur.Name, Owner: o}
 	}
 	return nil
 }
 
 // Install installs req's release; it fails if the release exists.
-func (c *Client) Install(ctx context.Context, req Request) (Result, error) {
+func (c *Client) Install(ctx context.Context, req helmspec.Request) (Result, error) {
 	d, err := c.prepare(ctx, req)
 	if err != nil {
 		return Result{}, err
@@ -170,7 +170,7 @@ func (c *Client) Install(ctx context.Context, req Request) (Result, error) {
 	return c.install(ctx, cfg, req, d, false)
 }
 
-func (c *Client) install(ctx context.Context, cfg *action.Configuration, req Request, d *desired, replace bool) (Result, error) {
+func (c *Client) install(ctx context.Context, cfg *action.Configuration, req helmspec.Request, d *desired, replace bool) (Result, error) {
 	s := req.Spec
 	in := action.NewInstall(cfg)
 	in.ReleaseName = s.Release.Name
@@ -206,14 +206,14 @@ func (c *Client) install(ctx context.Context, cfg *action.Configuration, req Req
 // renderFailed wraps err, a render failure of an install or upgrade
 // (renderFailure), in *RenderError, saying which release and chart, that
 // nothing was changed, and Helm's message.
-func renderFailed(op string, s *Spec, d *desired, err error) error {
+func renderFailed(op string, s *helmspec.Spec, d *desired, err error) error {
 	return fmt.Errorf("%s release %s/%s: chart %s does not render with these values (nothing was applied; fix the values or the chart): %w",
-		op, s.Release.Namespace, s.Release.Name, d.Chart.Ref, &RenderError{Err: err})
+		op, s.Release.Namespace, s.Release.Name, d.Chart.Ref, &helmspec.RenderError{Err: err})
 }
 
 // Upgrade upgrades req's release to the desired chart and values, whatever
 // its digest; it fails when the release does not exist.
-func (c *Client) Upgrade(ctx context.Context, req Request) (Result, error) {
+func (c *Client) Upgrade(ctx context.Context, req helmspec.Request) (Result, error) {
 	d, err := c.prepare(ctx, req)
 	if err != nil {
 		return Result{}, err
@@ -232,7 +232,7 @@ func (c *Client) Upgrade(ctx context.Context, req Request) (Result, error) {
 	return c.upgrade(ctx, cfg, req, d)
 }
 
-func (c *Client) upgrade(ctx context.Context, cfg *action.Configuration, req Request, d *desired) (Result, error) {
+func (c *Client) upgrade(ctx context.Context, cfg *action.Configuration, req helmspec.Request, d *desired) (Result, error) {
 	s := req.Spec
 	up := action.NewUpgrade(cfg)
 	up.Namespace = s.Release.Namespace
@@ -276,7 +276,7 @@ func (c *Client) upgrade(ctx context.Context, cfg *action.Configuration, req Req
 //   - pending-* younger than the grace period: ActionPending with
 //     ErrOperationInProgress; older: recovered first (see recoverPending),
 //     with Result.Recovery saying what was done.
-func (c *Client) Ensure(ctx context.Context, req Request) (Result, error) {
+func (c *Client) Ensure(ctx context.Context, req helmspec.Request) (Result, error) {
 	d, err := c.prepare(ctx, req)
 	if err != nil {
 		return Result{}, err
@@ -319,7 +319,7 @@ func (c *Client) Ensure(ctx context.Context, req Request) (Result, error) {
 		res, err = c.install(ctx, cfg, req, d, false)
 	case cur.Info.Status == release.StatusUninstalled:
 		res, err = c.install(ctx, cfg, req, d, true)
-	case cur.Info.Status == release.StatusDeployed && cur.Labels[LabelDigest] == d.Digest:
+	case cur.Info.Status == release.StatusDeployed && cur.Labels[helmspec.LabelDigest] == d.Digest:
 		res = Result{Action: ActionUnchanged, Release: infoOf(cur)}
 		if o := req.Owner; o != nil && !o.IsZero() && helmspec.OwnerOf(cur.Labels) != *o {
 			// Adopted as it is: record the owner on the current revision
@@ -349,7 +349,7 @@ func (c *Client) Ensure(ctx context.Context, req Request) (Result, error) {
 // revision is rolled back to. Ensure then upgrades to the desired state
 // (Helm allows an upgrade over a failed release, so a stuck first install
 // is reinstalled that way).
-func (c *Client) recoverPending(cfg *action.Configuration, req Request, stuck *release.Release, age time.Duration) (string, error) {
+func (c *Client) recoverPending(cfg *action.Configuration, req helmspec.Request, stuck *release.Release, age time.Duration) (string, error) {
 	from := stuck.Info.Status
 	stuck.Info.Status = release.StatusFailed
 	stuck.Info.Description = fmt.Sprintf("oamflow: marked failed after %s in %s", age.Round(time.Second), from)
@@ -374,7 +374,7 @@ func (c *Client) recoverPending(cfg *action.Configuration, req Request, stuck *r
 
 // Rollback rolls release name in namespace back to revision (0 = the
 // previous one). opts supplies timeout, wait, maxHistory and skipHooks.
-func (c *Client) Rollback(ctx context.Context, cluster, namespace, name string, revision int, opts Options) (Result, error) {
+func (c *Client) Rollback(ctx context.Context, cluster, namespace, name string, revision int, opts helmspec.Options) (Result, error) {
 	cfg, err := c.config(ctx, cluster, namespace)
 	if err != nil {
 		return Result{}, err
@@ -398,7 +398,7 @@ func (c *Client) Rollback(ctx context.Context, cluster, namespace, name string, 
 
 // Uninstall removes release name from namespace with its history; a
 // missing release gives ActionNotFound and no error.
-func (c *Client) Uninstall(ctx context.Context, cluster, namespace, name string, opts Options) (Result, error) {
+func (c *Client) Uninstall(ctx context.Context, cluster, namespace, name string, opts helmspec.Options) (Result, error) {
 	return c.uninstall(ctx, cluster, namespace, name, nil, opts)
 }
 
@@ -407,11 +407,11 @@ func (c *Client) Uninstall(ctx context.Context, cluster, namespace, name string,
 // (ActionNotOwned with a *NotOwnedError). A release oamflow installed
 // before releases recorded their owner (LabelDigest, no owner) counts as
 // the caller's: callers uninstall only releases they track.
-func (c *Client) UninstallOwned(ctx context.Context, cluster, namespace, name string, owner Owner, opts Options) (Result, error) {
+func (c *Client) UninstallOwned(ctx context.Context, cluster, namespace, name string, owner helmspec.Owner, opts helmspec.Options) (Result, error) {
 	return c.uninstall(ctx, cluster, namespace, name, &owner, opts)
 }
 
-func (c *Client) uninstall(ctx context.Context, cluster, namespace, name string, owner *Owner, opts Options) (Result, error) {
+func (c *Client) uninstall(ctx context.Context, cluster, namespace, name string, owner *helmspec.Owner, opts helmspec.Options) (Result, error) {
 	cfg, err := c.config(ctx, cluster, namespace)
 	if err != nil {
 		return Result{}, err
@@ -421,13 +421,13 @@ func (c *Client) uninstall(ctx context.Context, cluster, namespace, name string,
 		return Result{}, err
 	}
 	if cur == nil {
-		return Result{Action: ActionNotFound, Release: ReleaseInfo{Name: name, Namespace: namespace}}, nil
+		return Result{Action: ActionNotFound, Release: helmspec.ReleaseInfo{Name: name, Namespace: namespace}}, nil
 	}
 	if owner != nil {
 		o := helmspec.OwnerOf(cur.Labels)
-		legacy := o.IsZero() && cur.Labels[LabelDigest] != ""
+		legacy := o.IsZero() && cur.Labels[helmspec.LabelDigest] != ""
 		if o != *owner && !legacy {
-			return Result{Action: ActionNotOwned, Release: infoOf(cur)}, &NotOwnedError{Namespace: namespace, Name: name, Owner: o}
+			return Result{Action: ActionNotOwned, Release: infoOf(cur)}, &helmspec.NotOwnedError{Namespace: namespace, Name: name, Owner: o}
 		}
 	}
 	un := action.NewUninstall(cfg)
@@ -447,7 +447,7 @@ func (c *Client) uninstall(ctx context.Context, cluster, namespace, name string,
 // access, default capabilities) and returns the manifest objects in
 // manifest order, then hooks (unless skipHooks; test hooks unless
 // skipTests is false). CRDs from crds/ come first unless skipped.
-func (c *Client) Template(ctx context.Context, req Request) ([]*unstructured.Unstructured, error) {
+func (c *Client) Template(ctx context.Context, req helmspec.Request) ([]*unstructured.Unstructured, error) {
 	d, err := c.prepare(ctx, req)
 	if err != nil {
 		return nil, err

@@ -12,7 +12,7 @@
 // under a root) through a digest-keyed Cache and archive Limits.
 //
 // The spec types, HelmRelease contract, bundled chart loading and
-// client-side templating live in pkg/helm/helmspec (aliased here), so
+// client-side templating live in pkg/helm/helmspec (its callers import it directly), so
 // that processes which only parse or render HelmReleases — the CLI's
 // dry-run and status, pkg/health — do not link Helm's install, registry,
 // repository and lint code.

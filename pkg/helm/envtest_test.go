@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/testing/envtest"
 )
 
@@ -103,7 +104,7 @@ func TestEnsureLifecycle(t *testing.T) {
 	c := NewClient(NewFactory(SingleCluster(e.Config)), NewFetcher(e.Client), e.Client)
 	ctx, logs := logCapture()
 
-	props := func(values map[string]any, extra map[string]any) *Spec {
+	props := func(values map[string]any, extra map[string]any) *helmspec.Spec {
 		p := map[string]any{"chart": map[string]any{"source": "simple", "repoURL": repo.URL, "version": "0.1.0"}, "values": values,
 			"options": map[string]any{"maxHistory": 3}}
 		for k, v := range extra {
@@ -111,9 +112,9 @@ func TestEnsureLifecycle(t *testing.T) {
 		}
 		return spec(t, p, "web", ns)
 	}
-	ensure := func(s *Spec) Result {
+	ensure := func(s *helmspec.Spec) Result {
 		t.Helper()
-		res, err := c.Ensure(ctx, Request{Namespace: ns, Spec: s})
+		res, err := c.Ensure(ctx, helmspec.Request{Namespace: ns, Spec: s})
 		require.NoError(t, err)
 		return res
 	}
@@ -130,7 +131,7 @@ func TestEnsureLifecycle(t *testing.T) {
 	assert.Equal(t, "hello", message())
 	var relSecret corev1.Secret
 	require.NoError(t, get(t, e.Client, ns, "sh.helm.release.v1.web.v1", &relSecret), "Helm's Secret driver stores the release")
-	assert.Equal(t, res.Release.Digest, relSecret.Labels[LabelDigest])
+	assert.Equal(t, res.Release.Digest, relSecret.Labels[helmspec.LabelDigest])
 	assert.Len(t, res.Release.Digest, 40)
 
 	res = ensure(props(nil, nil))
@@ -170,24 +171,24 @@ func TestEnsureLifecycle(t *testing.T) {
 	assert.LessOrEqual(t, len(hist), 3)
 
 	// Health: Deployments never become available without kubelets.
-	h, err := c.Status(ctx, Request{Namespace: ns, Spec: withCM})
+	h, err := c.Status(ctx, helmspec.Request{Namespace: ns, Spec: withCM})
 	require.NoError(t, err)
 	assert.False(t, h.Healthy)
-	assert.Equal(t, ReasonResourcesNotReady, h.Reason)
+	assert.Equal(t, helmspec.ReasonResourcesNotReady, h.Reason)
 	assert.Equal(t, "release web revision 4, chart simple-0.1.0: 2/3 resources ready", h.Message)
 	assert.Contains(t, h.Details()["Deployment"], "not ready: web-web")
 
 	// A deleted resource is reported MISSING under its kind.
 	require.NoError(t, e.Client.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web-config", Namespace: ns}}))
-	h, err = c.Status(ctx, Request{Namespace: ns, Spec: withCM})
+	h, err = c.Status(ctx, helmspec.Request{Namespace: ns, Spec: withCM})
 	require.NoError(t, err)
 	assert.Equal(t, "MISSING: web-config", h.Details()["ConfigMap"])
 	assert.Equal(t, 1, h.Ready)
 
 	// Changed values not yet applied: out of sync, not healthy.
-	h, err = c.Status(ctx, Request{Namespace: ns, Spec: props(map[string]any{"message": "next"}, nil)})
+	h, err = c.Status(ctx, helmspec.Request{Namespace: ns, Spec: props(map[string]any{"message": "next"}, nil)})
 	require.NoError(t, err)
-	assert.Equal(t, ReasonOutOfSync, h.Reason)
+	assert.Equal(t, helmspec.ReasonOutOfSync, h.Reason)
 
 	// healthStatus criteria replace kstatus: mark the Deployment Available.
 	var dep appsv1.Deployment
@@ -198,22 +199,22 @@ func TestEnsureLifecycle(t *testing.T) {
 		"valuesFrom":   []any{map[string]any{"kind": "ConfigMap", "name": "web-values"}},
 		"healthStatus": []any{map[string]any{"resource": map[string]any{"kind": "Deployment"}, "condition": map[string]any{"type": "Available"}}},
 	})
-	h, err = c.Status(ctx, Request{Namespace: ns, Spec: withCriteria})
+	h, err = c.Status(ctx, helmspec.Request{Namespace: ns, Spec: withCriteria})
 	require.NoError(t, err)
 	assert.True(t, h.Healthy, h.Message)
 
 	// Uninstall removes the release and its resources.
-	res, err = c.Uninstall(ctx, "", ns, "web", Options{})
+	res, err = c.Uninstall(ctx, "", ns, "web", helmspec.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, ActionUninstalled, res.Action)
 	assert.True(t, apierrors.IsNotFound(get(t, e.Client, ns, "web-web", &appsv1.Deployment{})))
 	assert.True(t, apierrors.IsNotFound(get(t, e.Client, ns, "sh.helm.release.v1.web.v4", &corev1.Secret{})))
-	res, err = c.Uninstall(ctx, "", ns, "web", Options{})
+	res, err = c.Uninstall(ctx, "", ns, "web", helmspec.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, ActionNotFound, res.Action)
 	h, err = c.StatusRelease(ctx, "", ns, "web", nil)
 	require.NoError(t, err)
-	assert.Equal(t, ReasonReleaseNotFound, h.Reason)
+	assert.Equal(t, helmspec.ReasonReleaseNotFound, h.Reason)
 	assert.NotEmpty(t, logs.String(), "Helm's debug output goes to the context logger")
 }
 
@@ -244,10 +245,10 @@ func TestEnsureAfterFailedInstall(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
-			mk := func(values map[string]any) *Spec {
+			mk := func(values map[string]any) *helmspec.Spec {
 				return spec(t, map[string]any{"chart": map[string]any{"source": tc.chart}, "values": values, "options": map[string]any{"timeout": "30s"}}, tc.name, ns)
 			}
-			_, err := c.Ensure(context.Background(), Request{Namespace: ns, Spec: mk(tc.bad)})
+			_, err := c.Ensure(context.Background(), helmspec.Request{Namespace: ns, Spec: mk(tc.bad)})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.wantErr)
 			cfg, err := c.factory.For(context.Background(), "", ns)
@@ -261,10 +262,10 @@ func TestEnsureAfterFailedInstall(t *testing.T) {
 				assert.Equal(t, tc.wantStored, cur.Info.Status)
 				h, err := c.StatusRelease(context.Background(), "", ns, tc.name, nil)
 				require.NoError(t, err)
-				assert.Equal(t, ReasonReleaseNotDeployed, h.Reason)
+				assert.Equal(t, helmspec.ReasonReleaseNotDeployed, h.Reason)
 				assert.Contains(t, h.Message, "failed")
 			}
-			res, err := c.Ensure(context.Background(), Request{Namespace: ns, Spec: mk(tc.good)})
+			res, err := c.Ensure(context.Background(), helmspec.Request{Namespace: ns, Spec: mk(tc.good)})
 			require.NoError(t, err)
 			assert.Equal(t, tc.wantAction, res.Action)
 			assert.Equal(t, tc.wantRevisionOnFixed, res.Release.Revision)
@@ -283,7 +284,7 @@ func TestEnsureRecoversStuckRelease(t *testing.T) {
 	now := time.Now()
 	c := NewClient(factory, NewFetcher(e.Client, WithChartRoot(filepath.Join(moduleRoot(t), "charts", "testdata"))), e.Client,
 		WithPendingGracePeriod(10*time.Minute), WithClock(func() time.Time { return now }))
-	mk := func(name string) *Spec {
+	mk := func(name string) *helmspec.Spec {
 		return spec(t, map[string]any{"chart": map[string]any{"source": "simple"}, "options": map[string]any{"timeout": "1m"}}, name, ns)
 	}
 	ctx := context.Background()
@@ -329,12 +330,12 @@ func TestEnsureRecoversStuckRelease(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
-			res, err := c.Ensure(ctx, Request{Namespace: ns, Spec: mk(tc.name)})
+			res, err := c.Ensure(ctx, helmspec.Request{Namespace: ns, Spec: mk(tc.name)})
 			require.NoError(t, err)
 			require.Equal(t, ActionInstalled, res.Action)
 			stick(tc.name, tc.status, tc.age)
 
-			res, err = c.Ensure(ctx, Request{Namespace: ns, Spec: mk(tc.name)})
+			res, err = c.Ensure(ctx, helmspec.Request{Namespace: ns, Spec: mk(tc.name)})
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
 				assert.Equal(t, tc.wantAction, res.Action)
@@ -384,22 +385,22 @@ func TestChartAuth(t *testing.T) {
 
 	cases := []struct {
 		reason    string
-		chart     ChartSpec
+		chart     helmspec.ChartSpec
 		plainHTTP bool
 		wantErr   string
 	}{
-		{reason: "basic auth", chart: ChartSpec{Source: "simple", RepoURL: basic.URL, Auth: auth("basic", "")}},
-		{reason: "no credentials: 401", chart: ChartSpec{Source: "simple", RepoURL: basic.URL}, wantErr: "HTTP 401: check chart.auth.secretRef"},
-		{reason: "wrong password: 401, and the password is nowhere", chart: ChartSpec{Source: "simple", RepoURL: basic.URL, Auth: auth("wrong", "")}, wantErr: "HTTP 401"},
-		{reason: "bearer token", chart: ChartSpec{Source: "simple", RepoURL: bearer.URL, Auth: auth("bearer", "")}},
-		{reason: "TLS client certificate and CA bundle", chart: ChartSpec{Source: "simple", RepoURL: mtls.URL, Auth: auth("mtls", "")}},
-		{reason: "CA bundle without a client certificate is refused by the server", chart: ChartSpec{Source: "simple", RepoURL: mtls.URL, Auth: auth("ca-only", "")}, wantErr: "certificate"},
-		{reason: "an unknown CA fails", chart: ChartSpec{Source: "simple", RepoURL: mtls.URL}, wantErr: "certificate"},
-		{reason: "OCI with basic auth", chart: ChartSpec{Source: ociSrc, Version: "0.1.0", Auth: auth("oci", "")}, plainHTTP: true},
-		{reason: "OCI without credentials fails", chart: ChartSpec{Source: ociSrc, Version: "0.1.0"}, plainHTTP: true, wantErr: "oci://"},
-		{reason: "a missing Secret", chart: ChartSpec{Source: "simple", RepoURL: basic.URL, Auth: auth("absent", "")}, wantErr: "Secret helm-auth/absent not found"},
-		{reason: "half a basic pair", chart: ChartSpec{Source: "simple", RepoURL: basic.URL, Auth: auth("half", "")}, wantErr: `must have both "username" and "password"`},
-		{reason: "another namespace's Secret is refused", chart: ChartSpec{Source: "simple", RepoURL: basic.URL, Auth: auth("basic", other)}, wantErr: "cross-namespace reference"},
+		{reason: "basic auth", chart: helmspec.ChartSpec{Source: "simple", RepoURL: basic.URL, Auth: auth("basic", "")}},
+		{reason: "no credentials: 401", chart: helmspec.ChartSpec{Source: "simple", RepoURL: basic.URL}, wantErr: "HTTP 401: check chart.auth.secretRef"},
+		{reason: "wrong password: 401, and the password is nowhere", chart: helmspec.ChartSpec{Source: "simple", RepoURL: basic.URL, Auth: auth("wrong", "")}, wantErr: "HTTP 401"},
+		{reason: "bearer token", chart: helmspec.ChartSpec{Source: "simple", RepoURL: bearer.URL, Auth: auth("bearer", "")}},
+		{reason: "TLS client certificate and CA bundle", chart: helmspec.ChartSpec{Source: "simple", RepoURL: mtls.URL, Auth: auth("mtls", "")}},
+		{reason: "CA bundle without a client certificate is refused by the server", chart: helmspec.ChartSpec{Source: "simple", RepoURL: mtls.URL, Auth: auth("ca-only", "")}, wantErr: "certificate"},
+		{reason: "an unknown CA fails", chart: helmspec.ChartSpec{Source: "simple", RepoURL: mtls.URL}, wantErr: "certificate"},
+		{reason: "OCI with basic auth", chart: helmspec.ChartSpec{Source: ociSrc, Version: "0.1.0", Auth: auth("oci", "")}, plainHTTP: true},
+		{reason: "OCI without credentials fails", chart: helmspec.ChartSpec{Source: ociSrc, Version: "0.1.0"}, plainHTTP: true, wantErr: "oci://"},
+		{reason: "a missing Secret", chart: helmspec.ChartSpec{Source: "simple", RepoURL: basic.URL, Auth: auth("absent", "")}, wantErr: "Secret helm-auth/absent not found"},
+		{reason: "half a basic pair", chart: helmspec.ChartSpec{Source: "simple", RepoURL: basic.URL, Auth: auth("half", "")}, wantErr: `must have both "username" and "password"`},
+		{reason: "another namespace's Secret is refused", chart: helmspec.ChartSpec{Source: "simple", RepoURL: basic.URL, Auth: auth("basic", other)}, wantErr: "cross-namespace reference"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -410,9 +411,9 @@ func TestChartAuth(t *testing.T) {
 			f := NewFetcher(e.Client, opts...)
 			c := NewClient(NewFactory(SingleCluster(e.Config)), f, e.Client)
 			ctx, logs := logCapture()
-			s := &Spec{Chart: tc.chart, Release: ReleaseSpec{Name: "auth", Namespace: ns}}
-			_, err := c.Template(ctx, Request{Namespace: ns, Spec: s})
-			h, herr := c.Status(ctx, Request{Namespace: ns, Spec: s})
+			s := &helmspec.Spec{Chart: tc.chart, Release: helmspec.ReleaseSpec{Name: "auth", Namespace: ns}}
+			_, err := c.Template(ctx, helmspec.Request{Namespace: ns, Spec: s})
+			h, herr := c.Status(ctx, helmspec.Request{Namespace: ns, Spec: s})
 			require.NoError(t, herr)
 			for _, text := range []string{fmt.Sprint(err), logs.String(), h.Message, fmt.Sprint(h.Details())} {
 				assert.NotContains(t, text, password)
@@ -423,7 +424,7 @@ func TestChartAuth(t *testing.T) {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErr)
 				assert.False(t, h.Healthy)
-				assert.Equal(t, ReasonChartUnavailable, h.Reason)
+				assert.Equal(t, helmspec.ReasonChartUnavailable, h.Reason)
 				return
 			}
 			require.NoError(t, err)
@@ -431,8 +432,8 @@ func TestChartAuth(t *testing.T) {
 	}
 }
 
-func auth(name, namespace string) *ChartAuth {
-	return &ChartAuth{SecretRef: &SecretRef{Name: name, Namespace: namespace}}
+func auth(name, namespace string) *helmspec.ChartAuth {
+	return &helmspec.ChartAuth{SecretRef: &helmspec.SecretRef{Name: name, Namespace: namespace}}
 }
 
 // TestChartNotFoundIsNeverHealthy: a typo'd chart makes the release
@@ -444,21 +445,21 @@ func TestChartNotFoundIsNeverHealthy(t *testing.T) {
 	repo.add(t, packageChart(t, "required", ""))
 	c := NewClient(NewFactory(SingleCluster(e.Config)), NewFetcher(e.Client), e.Client)
 	good := spec(t, map[string]any{"chart": map[string]any{"source": "required", "repoURL": repo.URL}, "values": map[string]any{"db": map[string]any{"host": "h"}}}, "db", ns)
-	res, err := c.Ensure(context.Background(), Request{Namespace: ns, Spec: good})
+	res, err := c.Ensure(context.Background(), helmspec.Request{Namespace: ns, Spec: good})
 	require.NoError(t, err)
 	require.Equal(t, ActionInstalled, res.Action)
-	h, err := c.Status(context.Background(), Request{Namespace: ns, Spec: good})
+	h, err := c.Status(context.Background(), helmspec.Request{Namespace: ns, Spec: good})
 	require.NoError(t, err)
 	require.True(t, h.Healthy, h.Message)
 	assert.Equal(t, "release db revision 1, chart required-0.1.0: 1/1 resources ready", h.Message)
 
 	typo := spec(t, map[string]any{"chart": map[string]any{"source": "requird", "repoURL": repo.URL}, "values": map[string]any{"db": map[string]any{"host": "h"}}}, "db", ns)
-	_, err = c.Ensure(context.Background(), Request{Namespace: ns, Spec: typo})
-	require.ErrorIs(t, err, ErrChartNotFound)
-	h, err = c.Status(context.Background(), Request{Namespace: ns, Spec: typo})
+	_, err = c.Ensure(context.Background(), helmspec.Request{Namespace: ns, Spec: typo})
+	require.ErrorIs(t, err, helmspec.ErrChartNotFound)
+	h, err = c.Status(context.Background(), helmspec.Request{Namespace: ns, Spec: typo})
 	require.NoError(t, err)
 	assert.False(t, h.Healthy)
-	assert.Equal(t, ReasonChartUnavailable, h.Reason)
+	assert.Equal(t, helmspec.ReasonChartUnavailable, h.Reason)
 	assert.Contains(t, h.Message, `chart "requird"`)
 	assert.Contains(t, h.Message, "chart not found")
 }
@@ -478,7 +479,7 @@ func TestThirdPartyChart(t *testing.T) {
 	root := thirdPartyChartRoot(t)
 	c := NewClient(nil, NewFetcher(nil, WithChartRoot(root)), nil)
 	s := spec(t, map[string]any{"chart": map[string]any{"source": "vela-workflow"}}, "wf", "vela-system")
-	objs, err := c.Template(context.Background(), Request{Namespace: "vela-system", Spec: s})
+	objs, err := c.Template(context.Background(), helmspec.Request{Namespace: "vela-system", Spec: s})
 	require.NoError(t, err)
 	kinds := map[string]int{}
 	for _, o := range objs {
@@ -497,16 +498,16 @@ func TestThirdPartyChart(t *testing.T) {
 			"values":  map[string]any{"admissionWebhooks": map[string]any{"enabled": false}},
 			"options": map[string]any{"wait": false, "timeout": "2m"},
 		}, "wf", ns)
-		res, err := c.Ensure(context.Background(), Request{Namespace: ns, Spec: s})
+		res, err := c.Ensure(context.Background(), helmspec.Request{Namespace: ns, Spec: s})
 		require.NoError(t, err)
 		assert.Equal(t, ActionInstalled, res.Action)
 		assert.Equal(t, "vela-workflow", res.Release.Chart)
-		h, err := c.Status(context.Background(), Request{Namespace: ns, Spec: s})
+		h, err := c.Status(context.Background(), helmspec.Request{Namespace: ns, Spec: s})
 		require.NoError(t, err)
 		assert.False(t, h.Healthy, "its Deployment cannot become available without kubelets")
 		assert.Equal(t, h.Total-1, h.Ready, "everything but the Deployment is ready: %v", h.Details())
 		assert.True(t, strings.HasPrefix(h.Details()["Deployment"], "not ready: "), h.Details())
-		res, err = c.Ensure(context.Background(), Request{Namespace: ns, Spec: s})
+		res, err = c.Ensure(context.Background(), helmspec.Request{Namespace: ns, Spec: s})
 		require.NoError(t, err)
 		assert.Equal(t, ActionUnchanged, res.Action)
 	})

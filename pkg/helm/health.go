@@ -19,8 +19,8 @@ import (
 	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
-func unhealthy(reason, format string, args ...any) Health {
-	return Health{Reason: reason, Message: fmt.Sprintf(format, args...)}
+func unhealthy(reason, format string, args ...any) helmspec.Health {
+	return helmspec.Health{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
 // Status returns the health of req's release. It fetches the chart and
@@ -28,24 +28,24 @@ func unhealthy(reason, format string, args ...any) Health {
 // makes the release unhealthy with the reason, and a release deployed at
 // another digest is reported OutOfSync. The error is for failures to read
 // the cluster, not for unhealthy releases.
-func (c *Client) Status(ctx context.Context, req Request) (Health, error) {
+func (c *Client) Status(ctx context.Context, req helmspec.Request) (helmspec.Health, error) {
 	d, err := c.prepare(ctx, req)
 	if err != nil {
-		reason := ReasonValuesUnavailable
+		reason := helmspec.ReasonValuesUnavailable
 		if isChartError(err) {
-			reason = ReasonChartUnavailable
+			reason = helmspec.ReasonChartUnavailable
 		}
 		h := unhealthy(reason, "%v", err)
-		h.Release = ReleaseInfo{Name: req.Spec.Release.Name, Namespace: req.Spec.Release.Namespace}
+		h.Release = helmspec.ReleaseInfo{Name: req.Spec.Release.Name, Namespace: req.Spec.Release.Namespace}
 		return h, nil
 	}
 	h, err := c.StatusRelease(ctx, req.Cluster, req.Spec.Release.Namespace, req.Spec.Release.Name, req.Spec.HealthStatus)
-	if err != nil || h.Reason == ReasonReleaseNotFound || h.Reason == ReasonReleaseNotDeployed {
+	if err != nil || h.Reason == helmspec.ReasonReleaseNotFound || h.Reason == helmspec.ReasonReleaseNotDeployed {
 		return h, err
 	}
 	if h.Release.Digest != d.Digest {
 		h.Healthy = false
-		h.Reason = ReasonOutOfSync
+		h.Reason = helmspec.ReasonOutOfSync
 		h.Message += "; chart or values changed since this revision, upgrade pending"
 	}
 	return h, nil
@@ -53,30 +53,30 @@ func (c *Client) Status(ctx context.Context, req Request) (Health, error) {
 
 // isChartError reports whether err came from fetching or loading the chart.
 func isChartError(err error) bool {
-	var ce *ChartError
+	var ce *helmspec.ChartError
 	return errors.As(err, &ce)
 }
 
 // StatusRelease returns the health of a stored release without fetching
 // its chart: deployed, and every manifest resource ready by kstatus (or
 // every criterion holding when criteria are given).
-func (c *Client) StatusRelease(ctx context.Context, cluster, namespace, name string, criteria []HealthCriterion) (Health, error) {
+func (c *Client) StatusRelease(ctx context.Context, cluster, namespace, name string, criteria []helmspec.HealthCriterion) (helmspec.Health, error) {
 	cfg, err := c.config(ctx, cluster, namespace)
 	if err != nil {
-		return Health{}, err
+		return helmspec.Health{}, err
 	}
 	cur, err := last(cfg, name)
 	if err != nil {
-		return Health{}, err
+		return helmspec.Health{}, err
 	}
 	if cur == nil {
-		h := unhealthy(ReasonReleaseNotFound, "release %s/%s not found", namespace, name)
-		h.Release = ReleaseInfo{Name: name, Namespace: namespace}
+		h := unhealthy(helmspec.ReasonReleaseNotFound, "release %s/%s not found", namespace, name)
+		h.Release = helmspec.ReleaseInfo{Name: name, Namespace: namespace}
 		return h, nil
 	}
 	info := infoOf(cur)
 	if cur.Info.Status != release.StatusDeployed {
-		h := unhealthy(ReasonReleaseNotDeployed, "release %s revision %d, chart %s-%s: %s: %s",
+		h := unhealthy(helmspec.ReasonReleaseNotDeployed, "release %s revision %d, chart %s-%s: %s: %s",
 			name, cur.Version, info.Chart, info.ChartVersion, cur.Info.Status, cur.Info.Description)
 		h.Release = info
 		return h, nil
@@ -86,36 +86,36 @@ func (c *Client) StatusRelease(ctx context.Context, cluster, namespace, name str
 	return h, err
 }
 
-func releaseHealth(ctx context.Context, cfg *action.Configuration, rel *release.Release, criteria []HealthCriterion) (Health, error) {
+func releaseHealth(ctx context.Context, cfg *action.Configuration, rel *release.Release, criteria []helmspec.HealthCriterion) (helmspec.Health, error) {
 	objs, err := helmspec.ParseManifest(rel.Manifest)
 	if err != nil {
-		return Health{}, fmt.Errorf("release %s/%s manifest: %w", rel.Namespace, rel.Name, err)
+		return helmspec.Health{}, fmt.Errorf("release %s/%s manifest: %w", rel.Namespace, rel.Name, err)
 	}
 	rc, err := cfg.RESTClientGetter.ToRESTConfig()
 	if err != nil {
-		return Health{}, err
+		return helmspec.Health{}, err
 	}
 	mapper, err := cfg.RESTClientGetter.ToRESTMapper()
 	if err != nil {
-		return Health{}, err
+		return helmspec.Health{}, err
 	}
 	dc, err := dynamic.NewForConfig(rc)
 	if err != nil {
-		return Health{}, err
+		return helmspec.Health{}, err
 	}
 	live := make([]*unstructured.Unstructured, len(objs))
-	h := Health{Total: len(objs)}
+	h := helmspec.Health{Total: len(objs)}
 	for i, o := range objs {
-		rh := ResourceHealth{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Name: o.GetName(), Namespace: o.GetNamespace()}
+		rh := helmspec.ResourceHealth{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Name: o.GetName(), Namespace: o.GetNamespace()}
 		gvk := o.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
 			if meta.IsNoMatchError(err) {
-				rh.State, rh.Message = StateMissing, "kind not served by the cluster"
+				rh.State, rh.Message = helmspec.StateMissing, "kind not served by the cluster"
 				h.Resources = append(h.Resources, rh)
 				continue
 			}
-			return Health{}, fmt.Errorf("map %s: %w", gvk, err)
+			return helmspec.Health{}, fmt.Errorf("map %s: %w", gvk, err)
 		}
 		var ri dynamic.ResourceInterface = dc.Resource(m.Resource)
 		if m.Scope.Name() == meta.RESTScopeNameNamespace {
@@ -129,20 +129,20 @@ func releaseHealth(ctx context.Context, cfg *action.Configuration, rel *release.
 		obj, err := ri.Get(ctx, rh.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			rh.State = StateMissing
+			rh.State = helmspec.StateMissing
 		case err != nil:
-			return Health{}, fmt.Errorf("read %s %s/%s: %w", rh.Kind, rh.Namespace, rh.Name, err)
+			return helmspec.Health{}, fmt.Errorf("read %s %s/%s: %w", rh.Kind, rh.Namespace, rh.Name, err)
 		default:
 			live[i] = obj
 			ok, msg, err := ResourceReady(obj)
 			if err != nil {
-				return Health{}, err
+				return helmspec.Health{}, err
 			}
 			if ok {
-				rh.State = StateReady
+				rh.State = helmspec.StateReady
 				h.Ready++
 			} else {
-				rh.State, rh.Message = StateNotReady, msg
+				rh.State, rh.Message = helmspec.StateNotReady, msg
 			}
 		}
 		h.Resources = append(h.Resources, rh)
@@ -152,17 +152,17 @@ func releaseHealth(ctx context.Context, cfg *action.Configuration, rel *release.
 	if len(criteria) > 0 {
 		failed := unmetCriteria(objs, live, criteria)
 		h.Healthy = len(failed) == 0
-		h.Reason = ReasonReady
+		h.Reason = helmspec.ReasonReady
 		if !h.Healthy {
-			h.Reason = ReasonCriteriaNotMet
+			h.Reason = helmspec.ReasonCriteriaNotMet
 			h.Message += "; healthStatus not met: " + strings.Join(failed, ", ")
 		}
 		return h, nil
 	}
 	h.Healthy = h.Ready == h.Total
-	h.Reason = ReasonReady
+	h.Reason = helmspec.ReasonReady
 	if !h.Healthy {
-		h.Reason = ReasonResourcesNotReady
+		h.Reason = helmspec.ReasonResourcesNotReady
 	}
 	return h, nil
 }
@@ -200,7 +200,7 @@ func ResourceReady(obj *unstructured.Unstructured) (ready bool, msg string, err 
 }
 
 // unmetCriteria returns a description of each criterion that does not hold.
-func unmetCriteria(objs, live []*unstructured.Unstructured, criteria []HealthCriterion) []string {
+func unmetCriteria(objs, live []*unstructured.Unstructured, criteria []helmspec.HealthCriterion) []string {
 	var failed []string
 	for _, c := range criteria {
 		desc := c.Resource.Kind

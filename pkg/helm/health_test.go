@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 func obj(t *testing.T, y string) *unstructured.Unstructured {
@@ -119,15 +121,15 @@ status: {observedGeneration: 1, conditions: [{type: Ready, status: "False", reas
 }
 
 func TestHealthDetails(t *testing.T) {
-	h := Health{
-		Release: ReleaseInfo{Namespace: "ns"},
-		Resources: []ResourceHealth{
-			{Kind: "Deployment", Namespace: "ns", Name: "web", State: StateNotReady, Message: "Available: 0/2"},
-			{Kind: "Deployment", Namespace: "ns", Name: "api", State: StateMissing},
-			{Kind: "Deployment", Namespace: "ns", Name: "ok", State: StateReady},
-			{Kind: "ConfigMap", Namespace: "ns", Name: "c", State: StateReady},
-			{Kind: "ClusterRole", Name: "r", State: StateMissing},
-			{Kind: "Service", Namespace: "other", Name: "s", State: StateNotReady},
+	h := helmspec.Health{
+		Release: helmspec.ReleaseInfo{Namespace: "ns"},
+		Resources: []helmspec.ResourceHealth{
+			{Kind: "Deployment", Namespace: "ns", Name: "web", State: helmspec.StateNotReady, Message: "Available: 0/2"},
+			{Kind: "Deployment", Namespace: "ns", Name: "api", State: helmspec.StateMissing},
+			{Kind: "Deployment", Namespace: "ns", Name: "ok", State: helmspec.StateReady},
+			{Kind: "ConfigMap", Namespace: "ns", Name: "c", State: helmspec.StateReady},
+			{Kind: "ClusterRole", Name: "r", State: helmspec.StateMissing},
+			{Kind: "Service", Namespace: "other", Name: "s", State: helmspec.StateNotReady},
 		},
 	}
 	assert.Equal(t, map[string]string{
@@ -135,7 +137,7 @@ func TestHealthDetails(t *testing.T) {
 		"ClusterRole": "MISSING: r",
 		"Service":     "not ready: other/s",
 	}, h.Details())
-	assert.Nil(t, Health{Resources: []ResourceHealth{{Kind: "A", State: StateReady}}}.Details())
+	assert.Nil(t, helmspec.Health{Resources: []helmspec.ResourceHealth{{Kind: "A", State: helmspec.StateReady}}}.Details())
 }
 
 func TestUnmetCriteria(t *testing.T) {
@@ -149,19 +151,19 @@ func TestUnmetCriteria(t *testing.T) {
 		obj(t, `{apiVersion: apps/v1, kind: Deployment, metadata: {name: b}, status: {conditions: [{type: Available, status: "False"}]}}`),
 		nil, // the Job is missing
 	}
-	crit := func(kind, name, typ, status string) HealthCriterion {
-		return HealthCriterion{Resource: CriterionResource{Kind: kind, Name: name}, Condition: CriterionCondition{Type: typ, Status: status}}
+	crit := func(kind, name, typ, status string) helmspec.HealthCriterion {
+		return helmspec.HealthCriterion{Resource: helmspec.CriterionResource{Kind: kind, Name: name}, Condition: helmspec.CriterionCondition{Type: typ, Status: status}}
 	}
 	cases := []struct {
 		reason   string
-		criteria []HealthCriterion
+		criteria []helmspec.HealthCriterion
 		want     []string
 	}{
-		{reason: "first of kind when no name", criteria: []HealthCriterion{crit("Deployment", "", "Available", "True")}},
-		{reason: "named resource", criteria: []HealthCriterion{crit("Deployment", "b", "Available", "True")}, want: []string{"Deployment/b Available=True"}},
-		{reason: "expected False", criteria: []HealthCriterion{crit("Deployment", "b", "Available", "False")}},
-		{reason: "missing resource", criteria: []HealthCriterion{crit("Job", "", "Complete", "True")}, want: []string{"Job Complete=True (resource not found)"}},
-		{reason: "kind absent from the manifest", criteria: []HealthCriterion{crit("StatefulSet", "", "Ready", "True")}, want: []string{"StatefulSet Ready=True (resource not found)"}},
+		{reason: "first of kind when no name", criteria: []helmspec.HealthCriterion{crit("Deployment", "", "Available", "True")}},
+		{reason: "named resource", criteria: []helmspec.HealthCriterion{crit("Deployment", "b", "Available", "True")}, want: []string{"Deployment/b Available=True"}},
+		{reason: "expected False", criteria: []helmspec.HealthCriterion{crit("Deployment", "b", "Available", "False")}},
+		{reason: "missing resource", criteria: []helmspec.HealthCriterion{crit("Job", "", "Complete", "True")}, want: []string{"Job Complete=True (resource not found)"}},
+		{reason: "kind absent from the manifest", criteria: []helmspec.HealthCriterion{crit("StatefulSet", "", "Ready", "True")}, want: []string{"StatefulSet Ready=True (resource not found)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {

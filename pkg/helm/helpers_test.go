@@ -246,9 +246,9 @@ func (ca *testCA) clientPair(t testing.TB) (certPEM, keyPEM []byte) {
 }
 
 // spec builds a defaulted Spec for tests.
-func spec(t testing.TB, props map[string]any, name, namespace string) *Spec {
+func spec(t testing.TB, props map[string]any, name, namespace string) *helmspec.Spec {
 	t.Helper()
-	s, err := ParseSpecMap(props, Defaults{Name: name, Namespace: namespace})
+	s, err := helmspec.ParseSpecMap(props, helmspec.Defaults{Name: name, Namespace: namespace})
 	require.NoError(t, err)
 	return s
 }

@@ -28,8 +28,8 @@ func TestDefinitionOutputsParse(t *testing.T) {
 			require.NoError(t, err)
 			require.NotEmpty(t, objs)
 			for _, o := range objs {
-				require.True(t, IsHelmRelease(o), "%s %s", o.GetAPIVersion(), o.GetKind())
-				s, err := SpecFromObject(o, Defaults{Name: o.GetLabels()["app.oam.dev/component"], Namespace: o.GetLabels()["app.oam.dev/namespace"]})
+				require.True(t, helmspec.IsHelmRelease(o), "%s %s", o.GetAPIVersion(), o.GetKind())
+				s, err := helmspec.SpecFromObject(o, helmspec.Defaults{Name: o.GetLabels()["app.oam.dev/component"], Namespace: o.GetLabels()["app.oam.dev/namespace"]})
 				require.NoError(t, err)
 				assert.Equal(t, o.GetName(), s.Release.Name)
 				assert.Equal(t, o.GetNamespace(), s.Release.Namespace)
@@ -57,16 +57,16 @@ func TestSpecFromObject(t *testing.T) {
 		obj     map[string]any
 		wantErr string
 	}{
-		{reason: "a HelmRelease parses", obj: map[string]any{"apiVersion": APIVersion, "kind": Kind, "metadata": map[string]any{"name": "x"},
+		{reason: "a HelmRelease parses", obj: map[string]any{"apiVersion": helmspec.APIVersion, "kind": helmspec.Kind, "metadata": map[string]any{"name": "x"},
 			"spec": map[string]any{"chart": map[string]any{"source": "oci://r/c"}}}},
 		{reason: "another kind is refused", obj: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}, wantErr: "is not a helm.oamflow.dev/v1alpha1 HelmRelease"},
-		{reason: "no spec", obj: map[string]any{"apiVersion": APIVersion, "kind": Kind, "metadata": map[string]any{"name": "x"}}, wantErr: "has no spec"},
-		{reason: "spec errors name the field", obj: map[string]any{"apiVersion": APIVersion, "kind": Kind,
+		{reason: "no spec", obj: map[string]any{"apiVersion": helmspec.APIVersion, "kind": helmspec.Kind, "metadata": map[string]any{"name": "x"}}, wantErr: "has no spec"},
+		{reason: "spec errors name the field", obj: map[string]any{"apiVersion": helmspec.APIVersion, "kind": helmspec.Kind,
 			"spec": map[string]any{"chart": map[string]any{"source": ""}}}, wantErr: "spec.chart.source: Required value"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
-			s, err := SpecFromObject(&unstructured.Unstructured{Object: tc.obj}, Defaults{Name: "c", Namespace: "ns"})
+			s, err := helmspec.SpecFromObject(&unstructured.Unstructured{Object: tc.obj}, helmspec.Defaults{Name: "c", Namespace: "ns"})
 			if tc.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErr)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oamflow/oamflow/pkg/egress"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // ociRegistry is an in-process OCI registry (go-containerregistry's
@@ -66,19 +67,19 @@ func TestFetchOCI(t *testing.T) {
 
 	cases := []struct {
 		reason      string
-		spec        ChartSpec
+		spec        helmspec.ChartSpec
 		wantVersion string
 		wantErr     string
 		notFound    bool
 	}{
-		{reason: "an exact tag", spec: ChartSpec{Source: src, Version: "0.1.0"}, wantVersion: "0.1.0"},
-		{reason: "no version takes the highest tag (build metadata round-trips through _)", spec: ChartSpec{Source: src}, wantVersion: "1.0.0+build.1"},
-		{reason: "a constraint picks the highest matching tag", spec: ChartSpec{Source: src, Version: "~0.1 || ~0.2"}, wantVersion: "0.2.0"},
-		{reason: "repoURL oci:// plus a chart name", spec: ChartSpec{Source: "simple", RepoURL: "oci://" + reg.host + "/charts", Version: "0.2.0"}, wantVersion: "0.2.0"},
-		{reason: "a missing tag is not found", spec: ChartSpec{Source: src, Version: "9.9.9"}, wantErr: "not found", notFound: true},
-		{reason: "no tag matching the constraint", spec: ChartSpec{Source: src, Version: ">=5"}, wantErr: "no tag matching", notFound: true},
-		{reason: "a missing repository is not found", spec: ChartSpec{Source: "oci://" + reg.host + "/charts/nope"}, wantErr: "oci://", notFound: true},
-		{reason: "the tag belongs in version", spec: ChartSpec{Source: src + ":0.1.0"}, wantErr: "put the tag in chart.version"},
+		{reason: "an exact tag", spec: helmspec.ChartSpec{Source: src, Version: "0.1.0"}, wantVersion: "0.1.0"},
+		{reason: "no version takes the highest tag (build metadata round-trips through _)", spec: helmspec.ChartSpec{Source: src}, wantVersion: "1.0.0+build.1"},
+		{reason: "a constraint picks the highest matching tag", spec: helmspec.ChartSpec{Source: src, Version: "~0.1 || ~0.2"}, wantVersion: "0.2.0"},
+		{reason: "repoURL oci:// plus a chart name", spec: helmspec.ChartSpec{Source: "simple", RepoURL: "oci://" + reg.host + "/charts", Version: "0.2.0"}, wantVersion: "0.2.0"},
+		{reason: "a missing tag is not found", spec: helmspec.ChartSpec{Source: src, Version: "9.9.9"}, wantErr: "not found", notFound: true},
+		{reason: "no tag matching the constraint", spec: helmspec.ChartSpec{Source: src, Version: ">=5"}, wantErr: "no tag matching", notFound: true},
+		{reason: "a missing repository is not found", spec: helmspec.ChartSpec{Source: "oci://" + reg.host + "/charts/nope"}, wantErr: "oci://", notFound: true},
+		{reason: "the tag belongs in version", spec: helmspec.ChartSpec{Source: src + ":0.1.0"}, wantErr: "put the tag in chart.version"},
 	}
 	f := NewFetcher(nil, WithPlainHTTPRegistries())
 	for _, tc := range cases {
@@ -87,7 +88,7 @@ func TestFetchOCI(t *testing.T) {
 			if tc.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErr)
-				assert.Equal(t, tc.notFound, errorsIs(err, ErrChartNotFound), err.Error())
+				assert.Equal(t, tc.notFound, errorsIs(err, helmspec.ErrChartNotFound), err.Error())
 				return
 			}
 			require.NoError(t, err)
@@ -115,7 +116,7 @@ func TestFetchOCILoopbackWithoutPlainHTTPOption(t *testing.T) {
 		{reason: "a constraint lists the tags", version: "~0.1", want: "0.1.0"},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
-			ch, err := f.Fetch(context.Background(), "ns", ChartSpec{Source: src, Version: tc.version})
+			ch, err := f.Fetch(context.Background(), "ns", helmspec.ChartSpec{Source: src, Version: tc.version})
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, ch.Chart.Metadata.Version)
 		})
@@ -152,11 +153,11 @@ func TestFetchOutboundPolicy(t *testing.T) {
 	require.NoError(t, err)
 	specs := []struct {
 		reason string
-		spec   ChartSpec
+		spec   helmspec.ChartSpec
 	}{
-		{reason: "a repository", spec: ChartSpec{Source: "simple", RepoURL: repo.URL}},
-		{reason: "a chart URL", spec: ChartSpec{Source: repo.URL + "/charts/" + file}},
-		{reason: "an OCI registry", spec: ChartSpec{Source: src, Version: "0.1.0"}},
+		{reason: "a repository", spec: helmspec.ChartSpec{Source: "simple", RepoURL: repo.URL}},
+		{reason: "a chart URL", spec: helmspec.ChartSpec{Source: repo.URL + "/charts/" + file}},
+		{reason: "an OCI registry", spec: helmspec.ChartSpec{Source: src, Version: "0.1.0"}},
 	}
 	for _, tc := range specs {
 		t.Run(tc.reason, func(t *testing.T) {

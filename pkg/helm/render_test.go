@@ -3,7 +3,6 @@ package helm
 import (
 	"context"
 	"errors"
-	"github.com/oamflow/oamflow/pkg/errclass"
 	"net"
 	"net/http/httptest"
 	"path/filepath"
@@ -19,6 +18,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/oamflow/oamflow/pkg/errclass"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // clientProviderFn adapts a function to engine.ClientProvider (the
@@ -131,8 +133,8 @@ func TestRenderFailureIsTerminal(t *testing.T) {
 	root := filepath.Join(moduleRoot(t), "charts", "testdata")
 	c := NewClient(NewFactory(SingleCluster(e.Config)), NewFetcher(e.Client, WithChartRoot(root)), e.Client)
 	ctx := context.Background()
-	mk := func(values map[string]any) Request {
-		return Request{Namespace: ns, Spec: spec(t, map[string]any{"chart": map[string]any{"source": "required"}, "values": values}, "db", ns)}
+	mk := func(values map[string]any) helmspec.Request {
+		return helmspec.Request{Namespace: ns, Spec: spec(t, map[string]any{"chart": map[string]any{"source": "required"}, "values": values}, "db", ns)}
 	}
 	withHost := map[string]any{"db": map[string]any{"host": "db.example"}}
 	stored := func() int {
@@ -148,7 +150,7 @@ func TestRenderFailureIsTerminal(t *testing.T) {
 		t.Helper()
 		require.Error(t, err)
 		assert.True(t, errclass.IsTerminal(err), "a render failure is terminal: %v", err)
-		var re *RenderError
+		var re *helmspec.RenderError
 		require.ErrorAs(t, err, &re)
 		assert.Contains(t, re.Error(), "execution error at (required/templates/configmap.yaml:6:", "Helm's own message")
 		assert.Contains(t, err.Error(), "db.host is required: set values.db.host")
@@ -181,10 +183,10 @@ func TestRenderFailureIsTerminal(t *testing.T) {
 		srv := httptest.NewServer(nil)
 		url := srv.URL
 		srv.Close()
-		req := Request{Namespace: ns, Spec: spec(t, map[string]any{"chart": map[string]any{"source": "simple", "repoURL": url, "version": "0.1.0"}}, "gone", ns)}
+		req := helmspec.Request{Namespace: ns, Spec: spec(t, map[string]any{"chart": map[string]any{"source": "simple", "repoURL": url, "version": "0.1.0"}}, "gone", ns)}
 		_, err := c.Ensure(ctx, req)
 		require.Error(t, err)
-		var ce *ChartError
+		var ce *helmspec.ChartError
 		assert.ErrorAs(t, err, &ce)
 		assert.False(t, errclass.IsTerminal(err), "%v", err)
 	})

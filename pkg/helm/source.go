@@ -31,7 +31,7 @@ type Fetcher struct {
 	secrets   client.Reader
 	root      string
 	cache     *Cache
-	limits    Limits
+	limits    helmspec.Limits
 	transport http.RoundTripper
 	plainHTTP bool
 }
@@ -47,7 +47,7 @@ func WithChartRoot(dir string) FetcherOption { return func(f *Fetcher) { f.root 
 func WithCache(c *Cache) FetcherOption { return func(f *Fetcher) { f.cache = c } }
 
 // WithLimits sets the archive limits (zero fields take DefaultLimits).
-func WithLimits(l Limits) FetcherOption { return func(f *Fetcher) { f.limits = l } }
+func WithLimits(l helmspec.Limits) FetcherOption { return func(f *Fetcher) { f.limits = l } }
 
 // WithTransport sets the base HTTP transport (an *http.Transport for TLS
 // settings from auth Secrets to apply).
@@ -72,8 +72,8 @@ func NewFetcher(secrets client.Reader, opts ...FetcherOption) *Fetcher {
 const maxIndexBytes = 32 << 20
 
 // Fetch implements ChartFetcher.
-func (f *Fetcher) Fetch(ctx context.Context, namespace string, spec ChartSpec) (*Chart, error) {
-	var ref *SecretRef
+func (f *Fetcher) Fetch(ctx context.Context, namespace string, spec helmspec.ChartSpec) (*helmspec.Chart, error) {
+	var ref *helmspec.SecretRef
 	if spec.Auth != nil {
 		ref = spec.Auth.SecretRef
 	}
@@ -81,7 +81,7 @@ func (f *Fetcher) Fetch(ctx context.Context, namespace string, spec ChartSpec) (
 	if err != nil {
 		return nil, err
 	}
-	var ch *Chart
+	var ch *helmspec.Chart
 	switch {
 	case strings.HasPrefix(spec.Source, "oci://"):
 		ch, err = f.fetchOCI(spec.Source, spec.Version, creds)
@@ -103,12 +103,12 @@ func (f *Fetcher) Fetch(ctx context.Context, namespace string, spec ChartSpec) (
 	return ch, nil
 }
 
-func (f *Fetcher) load(data []byte, digest, ref string) (*Chart, error) {
-	ch, err := LoadArchive(data, f.limits)
+func (f *Fetcher) load(data []byte, digest, ref string) (*helmspec.Chart, error) {
+	ch, err := helmspec.LoadArchive(data, f.limits)
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: %w", ref, err)
 	}
-	return &Chart{Chart: ch, Digest: digest, Ref: ref}, nil
+	return &helmspec.Chart{Chart: ch, Digest: digest, Ref: ref}, nil
 }
 
 // get downloads u with creds (sent only when sendCreds) and at most max bytes.
@@ -131,7 +131,7 @@ func (f *Fetcher) get(ctx context.Context, u string, creds *credentials, sendCre
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("%s: %w (HTTP 404)", what, ErrChartNotFound)
+		return nil, fmt.Errorf("%s: %w (HTTP 404)", what, helmspec.ErrChartNotFound)
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return nil, fmt.Errorf("%s: HTTP %d: check chart.auth.secretRef", what, resp.StatusCode)
 	case resp.StatusCode/100 != 2:
@@ -154,7 +154,7 @@ func redactURLError(err error) error {
 	return err
 }
 
-func (f *Fetcher) fetchURL(ctx context.Context, u string, creds *credentials) (*Chart, error) {
+func (f *Fetcher) fetchURL(ctx context.Context, u string, creds *credentials) (*helmspec.Chart, error) {
 	ref := redacted(u)
 	data, err := f.get(ctx, u, creds, true, f.limits.MaxArchiveBytes, "download chart "+ref)
 	if err != nil {
@@ -165,12 +165,12 @@ func (f *Fetcher) fetchURL(ctx context.Context, u string, creds *credentials) (*
 	return f.load(data, digest, ref)
 }
 
-func (f *Fetcher) fetchRepo(ctx context.Context, repoURL, name, version string, creds *credentials) (*Chart, error) {
+func (f *Fetcher) fetchRepo(ctx context.Context, repoURL, name, version string, creds *credentials) (*helmspec.Chart, error) {
 	base := strings.TrimSuffix(repoURL, "/")
 	raw, err := f.get(ctx, base+"/index.yaml", creds, true, maxIndexBytes, "read index of repository "+redacted(base))
 	if err != nil {
-		if errors.Is(err, ErrChartNotFound) {
-			return nil, fmt.Errorf("repository %s has no index.yaml: %w", redacted(base), ErrChartNotFound)
+		if errors.Is(err, helmspec.ErrChartNotFound) {
+			return nil, fmt.Errorf("repository %s has no index.yaml: %w", redacted(base), helmspec.ErrChartNotFound)
 		}
 		return nil, err
 	}
@@ -182,9 +182,9 @@ func (f *Fetcher) fetchRepo(ctx context.Context, repoURL, name, version string, 
 	cv, err := idx.Get(name, version)
 	if err != nil {
 		if _, ok := idx.Entries[name]; !ok {
-			return nil, fmt.Errorf("chart %q in repository %s: %w", name, redacted(base), ErrChartNotFound)
+			return nil, fmt.Errorf("chart %q in repository %s: %w", name, redacted(base), helmspec.ErrChartNotFound)
 		}
-		return nil, fmt.Errorf("chart %q in repository %s has no version matching %q: %w", name, redacted(base), version, ErrChartNotFound)
+		return nil, fmt.Errorf("chart %q in repository %s has no version matching %q: %w", name, redacted(base), version, helmspec.ErrChartNotFound)
 	}
 	if len(cv.URLs) == 0 {
 		return nil, fmt.Errorf("chart %s-%s in repository %s has no download URL", name, cv.Version, redacted(base))
@@ -229,7 +229,7 @@ func redacted(u string) string {
 	return p.Redacted()
 }
 
-func (f *Fetcher) fetchOCI(source, version string, creds *credentials) (*Chart, error) {
+func (f *Fetcher) fetchOCI(source, version string, creds *credentials) (*helmspec.Chart, error) {
 	ref := strings.TrimPrefix(source, "oci://")
 	if strings.Contains(ref[strings.LastIndex(ref, "/")+1:], ":") || strings.Contains(ref, "@") {
 		return nil, fmt.Errorf("chart.source %s: put the tag in chart.version, not in the reference", redacted(source))
@@ -256,7 +256,7 @@ func (f *Fetcher) fetchOCI(source, version string, creds *credentials) (*Chart, 
 	})
 	if err != nil {
 		if looksNotFound(err) {
-			return nil, fmt.Errorf("pull oci://%s: %w", full, ErrChartNotFound)
+			return nil, fmt.Errorf("pull oci://%s: %w", full, helmspec.ErrChartNotFound)
 		}
 		return nil, fmt.Errorf("pull oci://%s: %w", full, err)
 	}
@@ -292,7 +292,7 @@ func pickTag(rc *registry.Client, ref, constraint string) (string, error) {
 	})
 	if err != nil {
 		if looksNotFound(err) {
-			return "", fmt.Errorf("list tags of oci://%s: %w", ref, ErrChartNotFound)
+			return "", fmt.Errorf("list tags of oci://%s: %w", ref, helmspec.ErrChartNotFound)
 		}
 		return "", fmt.Errorf("list tags of oci://%s: %w", ref, err)
 	}
@@ -308,7 +308,7 @@ func pickTag(rc *registry.Client, ref, constraint string) (string, error) {
 			return t, nil
 		}
 	}
-	return "", fmt.Errorf("oci://%s has no tag matching %q: %w", ref, constraint, ErrChartNotFound)
+	return "", fmt.Errorf("oci://%s has no tag matching %q: %w", ref, constraint, helmspec.ErrChartNotFound)
 }
 
 // registryClient returns a Helm registry client for ref with creds in a
@@ -372,6 +372,6 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (f *Fetcher) fetchLocal(source string) (*Chart, error) {
+func (f *Fetcher) fetchLocal(source string) (*helmspec.Chart, error) {
 	return helmspec.LoadBundled(f.root, source, f.limits)
 }

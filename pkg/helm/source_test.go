@@ -21,19 +21,19 @@ func TestFetchRepository(t *testing.T) {
 
 	cases := []struct {
 		reason      string
-		spec        ChartSpec
+		spec        helmspec.ChartSpec
 		wantVersion string
 		wantErr     string
 		notFound    bool
 	}{
-		{reason: "no version takes the highest", spec: ChartSpec{Source: "simple", RepoURL: repo.URL}, wantVersion: "1.0.0"},
-		{reason: "a constraint picks the highest match", spec: ChartSpec{Source: "simple", RepoURL: repo.URL + "/", Version: "<1.0.0"}, wantVersion: "0.2.0"},
-		{reason: "an exact version", spec: ChartSpec{Source: "simple", RepoURL: repo.URL, Version: "0.1.0"}, wantVersion: "0.1.0"},
-		{reason: "a typo'd chart name is not found", spec: ChartSpec{Source: "simpel", RepoURL: repo.URL}, wantErr: `chart "simpel"`, notFound: true},
-		{reason: "no matching version is not found", spec: ChartSpec{Source: "simple", RepoURL: repo.URL, Version: ">=2"}, wantErr: "no version matching", notFound: true},
-		{reason: "a repository without index.yaml", spec: ChartSpec{Source: "simple", RepoURL: repo.URL + "/nothing"}, wantErr: "no index.yaml", notFound: true},
-		{reason: "a direct .tgz URL", spec: ChartSpec{Source: repo.URL + "/charts/" + direct}, wantVersion: "0.1.0"},
-		{reason: "a direct URL that 404s", spec: ChartSpec{Source: repo.URL + "/charts/gone-1.0.0.tgz"}, wantErr: "HTTP 404", notFound: true},
+		{reason: "no version takes the highest", spec: helmspec.ChartSpec{Source: "simple", RepoURL: repo.URL}, wantVersion: "1.0.0"},
+		{reason: "a constraint picks the highest match", spec: helmspec.ChartSpec{Source: "simple", RepoURL: repo.URL + "/", Version: "<1.0.0"}, wantVersion: "0.2.0"},
+		{reason: "an exact version", spec: helmspec.ChartSpec{Source: "simple", RepoURL: repo.URL, Version: "0.1.0"}, wantVersion: "0.1.0"},
+		{reason: "a typo'd chart name is not found", spec: helmspec.ChartSpec{Source: "simpel", RepoURL: repo.URL}, wantErr: `chart "simpel"`, notFound: true},
+		{reason: "no matching version is not found", spec: helmspec.ChartSpec{Source: "simple", RepoURL: repo.URL, Version: ">=2"}, wantErr: "no version matching", notFound: true},
+		{reason: "a repository without index.yaml", spec: helmspec.ChartSpec{Source: "simple", RepoURL: repo.URL + "/nothing"}, wantErr: "no index.yaml", notFound: true},
+		{reason: "a direct .tgz URL", spec: helmspec.ChartSpec{Source: repo.URL + "/charts/" + direct}, wantVersion: "0.1.0"},
+		{reason: "a direct URL that 404s", spec: helmspec.ChartSpec{Source: repo.URL + "/charts/gone-1.0.0.tgz"}, wantErr: "HTTP 404", notFound: true},
 	}
 	f := NewFetcher(nil)
 	for _, tc := range cases {
@@ -42,7 +42,7 @@ func TestFetchRepository(t *testing.T) {
 			if tc.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErr)
-				assert.Equal(t, tc.notFound, errorsIs(err, ErrChartNotFound))
+				assert.Equal(t, tc.notFound, errorsIs(err, helmspec.ErrChartNotFound))
 				return
 			}
 			require.NoError(t, err)
@@ -56,7 +56,7 @@ func TestFetchCacheByDigest(t *testing.T) {
 	repo := newRepoServer(t)
 	file := repo.add(t, packageChart(t, "simple", ""))
 	f := NewFetcher(nil, WithCache(NewCache(1<<20)))
-	spec := ChartSpec{Source: "simple", RepoURL: repo.URL}
+	spec := helmspec.ChartSpec{Source: "simple", RepoURL: repo.URL}
 	first, err := f.Fetch(context.Background(), "ns", spec)
 	require.NoError(t, err)
 	second, err := f.Fetch(context.Background(), "ns", spec)
@@ -73,7 +73,7 @@ func TestFetchDigestMismatch(t *testing.T) {
 	repo.mu.Lock()
 	repo.charts[file] = packageChart(t, "required", "0.1.0") // served bytes differ from the indexed digest
 	repo.mu.Unlock()
-	_, err := NewFetcher(nil).Fetch(context.Background(), "ns", ChartSpec{Source: "simple", RepoURL: repo.URL})
+	_, err := NewFetcher(nil).Fetch(context.Background(), "ns", helmspec.ChartSpec{Source: "simple", RepoURL: repo.URL})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "index.yaml says")
 }
@@ -81,9 +81,9 @@ func TestFetchDigestMismatch(t *testing.T) {
 func TestFetchArchiveTooLarge(t *testing.T) {
 	repo := newRepoServer(t)
 	file := repo.add(t, packageChart(t, "simple", ""))
-	f := NewFetcher(nil, WithLimits(Limits{MaxArchiveBytes: 64}))
-	_, err := f.Fetch(context.Background(), "ns", ChartSpec{Source: repo.URL + "/charts/" + file})
-	require.ErrorIs(t, err, ErrUnsafeChart)
+	f := NewFetcher(nil, WithLimits(helmspec.Limits{MaxArchiveBytes: 64}))
+	_, err := f.Fetch(context.Background(), "ns", helmspec.ChartSpec{Source: repo.URL + "/charts/" + file})
+	require.ErrorIs(t, err, helmspec.ErrUnsafeChart)
 }
 
 func TestFetchBundled(t *testing.T) {
@@ -123,12 +123,12 @@ func TestFetchBundled(t *testing.T) {
 			if tc.root != "" {
 				opts = append(opts, WithChartRoot(tc.root))
 			}
-			ch, err := NewFetcher(nil, opts...).Fetch(context.Background(), "ns", ChartSpec{Source: tc.source})
+			ch, err := NewFetcher(nil, opts...).Fetch(context.Background(), "ns", helmspec.ChartSpec{Source: tc.source})
 			if tc.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErr)
-				assert.Equal(t, tc.unsafe, errorsIs(err, ErrUnsafeChart), "ErrUnsafeChart")
-				assert.Equal(t, tc.notFound, errorsIs(err, ErrChartNotFound), "ErrChartNotFound")
+				assert.Equal(t, tc.unsafe, errorsIs(err, helmspec.ErrUnsafeChart), "ErrUnsafeChart")
+				assert.Equal(t, tc.notFound, errorsIs(err, helmspec.ErrChartNotFound), "ErrChartNotFound")
 				return
 			}
 			require.NoError(t, err)
@@ -142,13 +142,13 @@ func TestFetchFolderDigestFollowsContent(t *testing.T) {
 	dir := filepath.Join(root, "c")
 	require.NoError(t, os.CopyFS(dir, os.DirFS(testChartDir(t, "simple"))))
 	f := NewFetcher(nil, WithChartRoot(root))
-	a, err := f.Fetch(context.Background(), "ns", ChartSpec{Source: "c"})
+	a, err := f.Fetch(context.Background(), "ns", helmspec.ChartSpec{Source: "c"})
 	require.NoError(t, err)
-	b, err := f.Fetch(context.Background(), "ns", ChartSpec{Source: "c"})
+	b, err := f.Fetch(context.Background(), "ns", helmspec.ChartSpec{Source: "c"})
 	require.NoError(t, err)
 	assert.Equal(t, a.Digest, b.Digest)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "values.yaml"), []byte("message: changed\n"), 0o600))
-	c, err := f.Fetch(context.Background(), "ns", ChartSpec{Source: "c"})
+	c, err := f.Fetch(context.Background(), "ns", helmspec.ChartSpec{Source: "c"})
 	require.NoError(t, err)
 	assert.NotEqual(t, a.Digest, c.Digest)
 }
@@ -156,21 +156,21 @@ func TestFetchFolderDigestFollowsContent(t *testing.T) {
 // TestPanicInFetchIsAnError: a panic anywhere under a Helm operation is
 // returned as ErrHelmPanic, and the process carries on.
 func TestPanicInFetchIsAnError(t *testing.T) {
-	boom := ChartFetcherFn(func(context.Context, string, ChartSpec) (*Chart, error) { panic("hostile chart") })
+	boom := helmspec.ChartFetcherFn(func(context.Context, string, helmspec.ChartSpec) (*helmspec.Chart, error) { panic("hostile chart") })
 	c := NewClient(nil, boom, nil)
-	req := Request{Namespace: "ns", Spec: spec(t, map[string]any{"chart": map[string]any{"source": "x"}}, "web", "ns")}
+	req := helmspec.Request{Namespace: "ns", Spec: spec(t, map[string]any{"chart": map[string]any{"source": "x"}}, "web", "ns")}
 	_, err := c.Template(context.Background(), req)
-	require.ErrorIs(t, err, ErrHelmPanic)
+	require.ErrorIs(t, err, helmspec.ErrHelmPanic)
 	assert.Contains(t, err.Error(), "hostile chart")
 	h, err := c.Status(context.Background(), req)
 	require.NoError(t, err)
 	assert.False(t, h.Healthy)
-	assert.Equal(t, ReasonChartUnavailable, h.Reason)
+	assert.Equal(t, helmspec.ReasonChartUnavailable, h.Reason)
 }
 
 func TestSafely(t *testing.T) {
 	err := helmspec.Safely("op", func() error { var m map[string]int; m["x"] = 1; return nil }) //nolint:staticcheck // SA5000: the nil-map write is the panic under test
-	require.ErrorIs(t, err, ErrHelmPanic)
+	require.ErrorIs(t, err, helmspec.ErrHelmPanic)
 	assert.Contains(t, err.Error(), "op: helm panicked")
 	require.NoError(t, helmspec.Safely("op", func() error { return nil }))
 }

@@ -21,7 +21,7 @@ import (
 // (client-only dry run): the reference helmspec.RenderChart must match
 // object for object, so that the CLI can render charts without linking
 // the action package.
-func actionTemplate(ctx context.Context, s *Spec, d *helmspec.Desired) ([]*unstructured.Unstructured, error) {
+func actionTemplate(ctx context.Context, s *helmspec.Spec, d *helmspec.Desired) ([]*unstructured.Unstructured, error) {
 	in := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	in.DryRun = true
 	in.ClientOnly = true
@@ -96,12 +96,12 @@ func TestRenderChartMatchesHelmInstallDryRun(t *testing.T) {
 			t.Run(c.source+"/"+o.name, func(t *testing.T) {
 				s := spec(t, map[string]any{"chart": map[string]any{"source": c.source}, "options": o.opts}, "web", "default")
 				fetch := helmspec.BundledCharts{Root: c.root}
-				d1, err := helmspec.Prepare(ctx, fetch, nil, Request{Namespace: "default", Spec: s})
+				d1, err := helmspec.Prepare(ctx, fetch, nil, helmspec.Request{Namespace: "default", Spec: s})
 				if err != nil {
 					t.Skipf("chart %s does not load: %v", c.source, err)
 				}
 				want, wantErr := actionTemplate(ctx, s, d1)
-				d2, err := helmspec.Prepare(ctx, fetch, nil, Request{Namespace: "default", Spec: s})
+				d2, err := helmspec.Prepare(ctx, fetch, nil, helmspec.Request{Namespace: "default", Spec: s})
 				require.NoError(t, err)
 				got, gotErr := helmspec.RenderChart(s, d2)
 				if wantErr != nil {

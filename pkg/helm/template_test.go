@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // templateClient renders bundled test charts without a cluster.
@@ -90,7 +92,7 @@ func TestTemplate(t *testing.T) {
 	c := templateClient(t)
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
-			objs, err := c.Template(context.Background(), Request{Namespace: "ns", Spec: spec(t, tc.props, "web", "ns")})
+			objs, err := c.Template(context.Background(), helmspec.Request{Namespace: "ns", Spec: spec(t, tc.props, "web", "ns")})
 			if tc.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErr)
@@ -120,7 +122,7 @@ func TestMergeValues(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
-			assert.Equal(t, tc.want, MergeValues(tc.base, tc.override))
+			assert.Equal(t, tc.want, helmspec.MergeValues(tc.base, tc.override))
 		})
 	}
 }
@@ -129,9 +131,9 @@ func TestMergeValues(t *testing.T) {
 // the simple chart: the per-reconcile cost of a dry run.
 func BenchmarkTemplate(b *testing.B) {
 	c := NewClient(nil, NewFetcher(nil, WithChartRoot(moduleRoot(b)+"/charts/testdata")), nil)
-	s, err := ParseSpec([]byte(`{"chart":{"source":"simple"},"values":{"message":"bench"}}`), Defaults{Name: "web", Namespace: "ns"})
+	s, err := helmspec.ParseSpec([]byte(`{"chart":{"source":"simple"},"values":{"message":"bench"}}`), helmspec.Defaults{Name: "web", Namespace: "ns"})
 	require.NoError(b, err)
-	req := Request{Namespace: "ns", Spec: s}
+	req := helmspec.Request{Namespace: "ns", Spec: s}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		if _, err := c.Template(context.Background(), req); err != nil {

@@ -25,7 +25,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
-	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/localcluster"
 	"github.com/oamflow/oamflow/pkg/manager"
 	"github.com/oamflow/oamflow/pkg/multicluster"
@@ -245,8 +245,8 @@ components:
 	waitPhase(t, victimB, common.ApplicationRunning)
 	require.Eventually(t, func() bool { return len(releaseRevisions(t, a.ns, "db")) == 1 }, 60*time.Second, 200*time.Millisecond, "the victim's release is installed")
 	victimRelease := releaseRevisions(t, a.ns, "db")[0]
-	assert.Equal(t, "victim", victimRelease.Labels[helm.LabelOwnerName], "the release records its owner")
-	assert.Equal(t, a.ns, victimRelease.Labels[helm.LabelOwnerNamespace])
+	assert.Equal(t, "victim", victimRelease.Labels[helmspec.LabelOwnerName], "the release records its owner")
+	assert.Equal(t, a.ns, victimRelease.Labels[helmspec.LabelOwnerNamespace])
 	sharedCM := &corev1.ConfigMap{}
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: "shared-cm"}, sharedCM))
 
@@ -416,7 +416,7 @@ components:
 		assert.Equal(t, sharedCM.ResourceVersion, live.ResourceVersion, "the victim's ConfigMap was not written")
 		revs := releaseRevisions(t, a.ns, "db")
 		require.Len(t, revs, 1, "the victim's release was not upgraded")
-		assert.Equal(t, "victim", revs[0].Labels[helm.LabelOwnerName])
+		assert.Equal(t, "victim", revs[0].Labels[helmspec.LabelOwnerName])
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: "db-config"}, live))
 		assert.Equal(t, "victim", live.Data["message"], "the release keeps the victim's values")
 	})

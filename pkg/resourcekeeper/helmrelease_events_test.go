@@ -13,18 +13,19 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // helmClientFns adapts functions to HelmClient.
 type helmClientFns struct {
-	ensure func(ctx context.Context, req helm.Request) (helm.Result, error)
+	ensure func(ctx context.Context, req helmspec.Request) (helm.Result, error)
 }
 
-func (f helmClientFns) Ensure(ctx context.Context, req helm.Request) (helm.Result, error) {
+func (f helmClientFns) Ensure(ctx context.Context, req helmspec.Request) (helm.Result, error) {
 	return f.ensure(ctx, req)
 }
 
-func (f helmClientFns) UninstallOwned(context.Context, string, string, string, helm.Owner, helm.Options) (helm.Result, error) {
+func (f helmClientFns) UninstallOwned(context.Context, string, string, string, helmspec.Owner, helmspec.Options) (helm.Result, error) {
 	return helm.Result{Action: helm.ActionUninstalled}, nil
 }
 
@@ -39,7 +40,7 @@ func (f helmClientFns) Owner(context.Context, string, string, string) (helm.Rele
 func TestHelmReleaseEvents(t *testing.T) {
 	owned := func() *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": helm.APIVersion, "kind": helm.Kind,
+			"apiVersion": helmspec.APIVersion, "kind": helmspec.Kind,
 			"metadata": map[string]any{"name": "web", "namespace": "shop", "labels": map[string]any{
 				v1beta1.LabelAppName: "store", v1beta1.LabelAppNamespace: "shop", v1beta1.LabelAppComponent: "web"}},
 			"spec": map[string]any{"chart": map[string]any{"source": "simple"}},
@@ -78,7 +79,7 @@ func TestHelmReleaseEvents(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
-			h := NewHelmReleases(helmClientFns{ensure: func(context.Context, helm.Request) (helm.Result, error) { return tc.res, tc.err }},
+			h := NewHelmReleases(helmClientFns{ensure: func(context.Context, helmspec.Request) (helm.Result, error) { return tc.res, tc.err }},
 				WithReleaseEvents(rec, nil))
 			_, err := h.Ensure(context.Background(), tc.cluster, "shop", tc.obj())
 			if tc.err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 )
 
@@ -37,7 +38,7 @@ func (f *fixture) helmClient() *helm.Client {
 
 // release reads the newest revision of release name in the fixture's
 // namespace with an uncounted client.
-func (f *fixture) release(name string) helm.Health {
+func (f *fixture) release(name string) helmspec.Health {
 	f.t.Helper()
 	c := helm.NewClient(helm.NewFactory(helm.SingleCluster(env.Config)), helm.NewFetcher(env.Client), env.Client)
 	h, err := c.StatusRelease(f.t.Context(), "", f.ns, name, nil)
@@ -69,8 +70,8 @@ func helmRelease(app *v1beta1.Application, rev int64, component string, values m
 		spec["values"] = runtime.DeepCopyJSONValue(values)
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": helm.APIVersion,
-		"kind":       helm.Kind,
+		"apiVersion": helmspec.APIVersion,
+		"kind":       helmspec.Kind,
 		"metadata":   map[string]any{"name": component, "namespace": app.Namespace},
 		"spec":       spec,
 	}}
@@ -107,7 +108,7 @@ func TestHelmReleaseLifecycle(t *testing.T) {
 	require.NotNil(t, rt)
 	require.Len(t, rt.Spec.ManagedResources, 1)
 	e := rt.Spec.ManagedResources[0]
-	assert.Equal(t, common.ClusterObjectReference{APIVersion: helm.APIVersion, Kind: helm.Kind, Namespace: f.ns, Name: "web"}, e.ClusterObjectReference)
+	assert.Equal(t, common.ClusterObjectReference{APIVersion: helmspec.APIVersion, Kind: helmspec.Kind, Namespace: f.ns, Name: "web"}, e.ClusterObjectReference)
 	assert.Equal(t, "web", e.Component)
 	require.NotNil(t, e.Data)
 
@@ -130,9 +131,9 @@ func TestHelmReleaseLifecycle(t *testing.T) {
 	})
 
 	t.Run("state keep reinstalls a release uninstalled behind our back", func(t *testing.T) {
-		_, err := f.helmClient().Uninstall(f.t.Context(), "", f.ns, "web", helm.Options{})
+		_, err := f.helmClient().Uninstall(f.t.Context(), "", f.ns, "web", helmspec.Options{})
 		require.NoError(t, err)
-		require.Equal(t, helm.ReasonReleaseNotFound, f.release("web").Reason)
+		require.Equal(t, helmspec.ReasonReleaseNotFound, f.release("web").Reason)
 		require.NoError(t, f.helmKeeper(app, 1, releases).StateKeep(f.t.Context()))
 		assert.Equal(t, "deployed", f.release("web").Release.Status)
 		assert.NotNil(t, f.get("v1", "ConfigMap", "web-config"))
@@ -160,7 +161,7 @@ func TestHelmReleaseLifecycle(t *testing.T) {
 		done, err := k3.GarbageCollect(f.t.Context())
 		require.NoError(t, err)
 		assert.True(t, done)
-		assert.Equal(t, helm.ReasonReleaseNotFound, f.release("web").Reason)
+		assert.Equal(t, helmspec.ReasonReleaseNotFound, f.release("web").Reason)
 		assert.Nil(t, f.get("v1", "ConfigMap", "web-config"), "Helm removed the release's objects")
 		assert.Nil(t, f.get("apps/v1", "Deployment", "web-web"))
 		assert.NotNil(t, f.get("v1", "ConfigMap", "other"))
@@ -170,7 +171,7 @@ func TestHelmReleaseLifecycle(t *testing.T) {
 
 func TestHelmReleaseCollection(t *testing.T) {
 	orphan := Policies{GarbageCollect: &GarbageCollectPolicy{Rules: []GarbageCollectRule{
-		{Selector: ResourceSelector{ResourceTypes: []string{helm.Kind}}, Propagation: GCPropagationOrphan},
+		{Selector: ResourceSelector{ResourceTypes: []string{helmspec.Kind}}, Propagation: GCPropagationOrphan},
 	}}}
 	onAppDelete := Policies{GarbageCollect: &GarbageCollectPolicy{Rules: []GarbageCollectRule{
 		{Selector: ResourceSelector{ComponentTypes: []string{"helm"}}, Strategy: GCOnAppDelete},
@@ -217,7 +218,7 @@ func TestHelmReleaseCollection(t *testing.T) {
 				assert.Equal(t, "deployed", h.Release.Status)
 				assert.NotNil(t, f.get("v1", "ConfigMap", "web-config"))
 			} else {
-				assert.Equal(t, helm.ReasonReleaseNotFound, h.Reason)
+				assert.Equal(t, helmspec.ReasonReleaseNotFound, h.Reason)
 				assert.Nil(t, f.get("v1", "ConfigMap", "web-config"))
 			}
 		})
@@ -256,7 +257,7 @@ func TestHelmReleaseErrors(t *testing.T) {
 			mod:      withField("simpel", "spec", "chart", "source"),
 			check: func(t *testing.T, err error) {
 				assert.True(t, apierrors.IsInvalid(err), "Invalid: %v", err)
-				assert.ErrorIs(t, err, helm.ErrChartNotFound)
+				assert.ErrorIs(t, err, helmspec.ErrChartNotFound)
 				assert.Contains(t, err.Error(), `spec.chart.source: Invalid value: "simpel"`)
 				assert.Contains(t, err.Error(), "chart not found")
 			},
@@ -268,7 +269,7 @@ func TestHelmReleaseErrors(t *testing.T) {
 			mod:      withField("../oamflow", "spec", "chart", "source"),
 			check: func(t *testing.T, err error) {
 				assert.True(t, apierrors.IsInvalid(err), "Invalid: %v", err)
-				assert.ErrorIs(t, err, helm.ErrUnsafeChart)
+				assert.ErrorIs(t, err, helmspec.ErrUnsafeChart)
 			},
 			tracked: true,
 		},
@@ -307,7 +308,7 @@ func TestHelmReleaseErrors(t *testing.T) {
 				assert.Nil(t, rt, "a refused object fails the Apply before anything is tracked")
 				assert.Nil(t, f.get("v1", "ConfigMap", "plain"))
 			}
-			assert.Equal(t, helm.ReasonReleaseNotFound, f.release("web").Reason)
+			assert.Equal(t, helmspec.ReasonReleaseNotFound, f.release("web").Reason)
 		})
 	}
 }
@@ -315,8 +316,8 @@ func TestHelmReleaseErrors(t *testing.T) {
 func TestHelmReleaseUninstallOptions(t *testing.T) {
 	// The options last ensured are used to uninstall; a tracker entry
 	// without data still uninstalls with defaults.
-	var got []helm.Options
-	fake := fakeHelm{uninstall: func(_ context.Context, cluster, namespace, name string, opts helm.Options) (helm.Result, error) {
+	var got []helmspec.Options
+	fake := fakeHelm{uninstall: func(_ context.Context, cluster, namespace, name string, opts helmspec.Options) (helm.Result, error) {
 		assert.Equal(t, "", cluster)
 		assert.Equal(t, "apps", namespace)
 		assert.Equal(t, "web", name)
@@ -324,29 +325,29 @@ func TestHelmReleaseUninstallOptions(t *testing.T) {
 		return helm.Result{Action: helm.ActionUninstalled}, nil
 	}}
 	h := NewHelmReleases(fake)
-	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": helm.APIVersion, "kind": helm.Kind,
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": helmspec.APIVersion, "kind": helmspec.Kind,
 		"metadata": map[string]any{"name": "web", "namespace": "apps"},
 		"spec":     map[string]any{"options": map[string]any{"timeout": "30s", "skipHooks": true}}}}
 	data, err := encodeData(obj)
 	require.NoError(t, err)
-	ref := common.ClusterObjectReference{APIVersion: helm.APIVersion, Kind: helm.Kind, Namespace: "apps", Name: "web"}
+	ref := common.ClusterObjectReference{APIVersion: helmspec.APIVersion, Kind: helmspec.Kind, Namespace: "apps", Name: "web"}
 	require.NoError(t, h.Uninstall(context.Background(), "", v1beta1.ManagedResource{ClusterObjectReference: ref, Data: data}))
 	require.NoError(t, h.Uninstall(context.Background(), "", v1beta1.ManagedResource{ClusterObjectReference: ref}))
 	require.Len(t, got, 2)
-	assert.Equal(t, helm.Options{Timeout: "30s", SkipHooks: true}, got[0])
-	assert.Equal(t, helm.Options{}, got[1])
+	assert.Equal(t, helmspec.Options{Timeout: "30s", SkipHooks: true}, got[0])
+	assert.Equal(t, helmspec.Options{}, got[1])
 }
 
 // fakeHelm is a HelmClient for tests that need no Helm.
 type fakeHelm struct {
-	uninstall func(ctx context.Context, cluster, namespace, name string, opts helm.Options) (helm.Result, error)
+	uninstall func(ctx context.Context, cluster, namespace, name string, opts helmspec.Options) (helm.Result, error)
 }
 
-func (f fakeHelm) Ensure(context.Context, helm.Request) (helm.Result, error) {
+func (f fakeHelm) Ensure(context.Context, helmspec.Request) (helm.Result, error) {
 	return helm.Result{Action: helm.ActionUnchanged}, nil
 }
 
-func (f fakeHelm) UninstallOwned(ctx context.Context, cluster, namespace, name string, _ helm.Owner, opts helm.Options) (helm.Result, error) {
+func (f fakeHelm) UninstallOwned(ctx context.Context, cluster, namespace, name string, _ helmspec.Owner, opts helmspec.Options) (helm.Result, error) {
 	return f.uninstall(ctx, cluster, namespace, name, opts)
 }
 

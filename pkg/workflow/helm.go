@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/oamflow/oamflow/pkg/errclass"
 
 	cuexruntime "github.com/kubevela/pkg/cue/cuex/runtime"
 	providertypes "github.com/kubevela/workflow/pkg/providers/types"
@@ -13,17 +12,19 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/egress"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/tenancy"
 )
 
 // HelmClient is the part of *helm.Client that the vela/helm provider uses.
 type HelmClient interface {
-	Ensure(ctx context.Context, req helm.Request) (helm.Result, error)
-	Uninstall(ctx context.Context, cluster, namespace, name string, opts helm.Options) (helm.Result, error)
-	UninstallOwned(ctx context.Context, cluster, namespace, name string, owner helm.Owner, opts helm.Options) (helm.Result, error)
-	Status(ctx context.Context, req helm.Request) (helm.Health, error)
-	Template(ctx context.Context, req helm.Request) ([]*unstructured.Unstructured, error)
+	Ensure(ctx context.Context, req helmspec.Request) (helm.Result, error)
+	Uninstall(ctx context.Context, cluster, namespace, name string, opts helmspec.Options) (helm.Result, error)
+	UninstallOwned(ctx context.Context, cluster, namespace, name string, owner helmspec.Owner, opts helmspec.Options) (helm.Result, error)
+	Status(ctx context.Context, req helmspec.Request) (helmspec.Health, error)
+	Template(ctx context.Context, req helmspec.Request) ([]*unstructured.Unstructured, error)
 }
 
 // CompilerOption configures NewCompiler.
@@ -74,9 +75,9 @@ type helmReleaseInfo struct {
 
 // helmUninstallParams are the $params of helm.#Uninstall.
 type helmUninstallParams struct {
-	Cluster string           `json:"cluster,omitempty"`
-	Release helm.ReleaseSpec `json:"release"`
-	Options helm.Options     `json:"options,omitempty"`
+	Cluster string               `json:"cluster,omitempty"`
+	Release helmspec.ReleaseSpec `json:"release"`
+	Options helmspec.Options     `json:"options,omitempty"`
 }
 
 type helmUninstallReturns struct {
@@ -146,8 +147,8 @@ func appNamespace(rt providertypes.RuntimeParams) string {
 
 // runOwner is the Application running the step (its app.oam.dev labels
 // of the run), when there is one.
-func runOwner(rt providertypes.RuntimeParams) (helm.Owner, bool) {
-	o := helm.Owner{Name: rt.Labels[v1beta1.LabelAppName], Namespace: rt.Labels[v1beta1.LabelAppNamespace]}
+func runOwner(rt providertypes.RuntimeParams) (helmspec.Owner, bool) {
+	o := helmspec.Owner{Name: rt.Labels[v1beta1.LabelAppName], Namespace: rt.Labels[v1beta1.LabelAppNamespace]}
 	return o, o.Name != "" && o.Namespace != ""
 }
 
@@ -155,7 +156,7 @@ func runOwner(rt providertypes.RuntimeParams) (helm.Owner, bool) {
 // cluster plus the properties of a helm component, with the release
 // namespace defaulting to the Application's. There is no default release
 // name.
-func helmRequest(params map[string]any, rt providertypes.RuntimeParams) (helm.Request, error) {
+func helmRequest(params map[string]any, rt providertypes.RuntimeParams) (helmspec.Request, error) {
 	props := make(map[string]any, len(params))
 	for k, v := range params {
 		props[k] = v
@@ -163,16 +164,16 @@ func helmRequest(params map[string]any, rt providertypes.RuntimeParams) (helm.Re
 	cluster, _ := props["cluster"].(string)
 	delete(props, "cluster")
 	ns := appNamespace(rt)
-	spec, err := helm.ParseSpecMap(props, helm.Defaults{Namespace: ns})
+	spec, err := helmspec.ParseSpecMap(props, helmspec.Defaults{Namespace: ns})
 	if err != nil {
-		return helm.Request{}, fmt.Errorf("vela/helm: $params: %w", err)
+		return helmspec.Request{}, fmt.Errorf("vela/helm: $params: %w", err)
 	}
-	return helm.Request{Cluster: cluster, Namespace: ns, Spec: spec}, nil
+	return helmspec.Request{Cluster: cluster, Namespace: ns, Spec: spec}, nil
 }
 
 // releaseObject is the virtual HelmRelease (package helm's routing
 // contract) that installs spec through the Application's resource keeper.
-func releaseObject(spec *helm.Spec) (*unstructured.Unstructured, error) {
+func releaseObject(spec *helmspec.Spec) (*unstructured.Unstructured, error) {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
@@ -182,8 +183,8 @@ func releaseObject(spec *helm.Spec) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{"spec": m}}
-	obj.SetAPIVersion(helm.APIVersion)
-	obj.SetKind(helm.Kind)
+	obj.SetAPIVersion(helmspec.APIVersion)
+	obj.SetKind(helmspec.Kind)
 	obj.SetName(spec.Release.Name)
 	obj.SetNamespace(spec.Release.Namespace)
 	return obj, nil
@@ -265,7 +266,7 @@ func checkReleaseScope(ctx context.Context, cluster, namespace, name string) err
 	if !ok {
 		return nil
 	}
-	return t.Check(tenancy.Object{Cluster: cluster, Kind: helm.Kind, Namespace: namespace, Name: name})
+	return t.Check(tenancy.Object{Cluster: cluster, Kind: helmspec.Kind, Namespace: namespace, Name: name})
 }
 
 func (h helmProvider) uninstall(ctx context.Context, p helmUninstallParams, rt providertypes.RuntimeParams) (*helmUninstallReturns, error) {
@@ -311,7 +312,7 @@ func (h helmProvider) template(ctx context.Context, params map[string]any, rt pr
 	}
 	objs, err := h.c.Template(ctx, req)
 	if err != nil {
-		var ce *helm.ChartError
+		var ce *helmspec.ChartError
 		if errclass.IsTerminal(err) || !errors.As(err, &ce) {
 			// Not found, unsafe, or a chart that does not render with
 			// these values: the same spec fails the same way again.
@@ -328,7 +329,7 @@ func (h helmProvider) template(ctx context.Context, params map[string]any, rt pr
 
 // releaseStatus converts a helm.Health; a release that does not exist yet
 // keeps the requested name and namespace.
-func releaseStatus(hh helm.Health, spec *helm.Spec) *helmReleaseStatus {
+func releaseStatus(hh helmspec.Health, spec *helmspec.Spec) *helmReleaseStatus {
 	r := hh.Release
 	if r.Name == "" {
 		r.Name, r.Namespace = spec.Release.Name, spec.Release.Namespace

@@ -22,6 +22,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
@@ -33,7 +34,7 @@ type countingReleases struct {
 	ensures atomic.Int32
 }
 
-func (c *countingReleases) Ensure(ctx context.Context, req helm.Request) (helm.Result, error) {
+func (c *countingReleases) Ensure(ctx context.Context, req helmspec.Request) (helm.Result, error) {
 	c.ensures.Add(1)
 	return c.HelmClient.Ensure(ctx, req)
 }
@@ -58,8 +59,8 @@ func newHelmComponentDeployer(hc *helm.Client, name, ns string) *helmComponentDe
 	}
 	d.RenderFn = func(_ context.Context, req ComponentRequest) ([]render.Resource, error) {
 		obj := &unstructured.Unstructured{Object: map[string]any{"spec": deepCopyMap(req.Properties)}}
-		obj.SetAPIVersion(helm.APIVersion)
-		obj.SetKind(helm.Kind)
+		obj.SetAPIVersion(helmspec.APIVersion)
+		obj.SetKind(helmspec.Kind)
 		obj.SetName(req.Name)
 		obj.SetNamespace(ns)
 		obj.SetLabels(map[string]string{v1beta1.LabelAppComponent: req.Name})
@@ -72,11 +73,11 @@ func newHelmComponentDeployer(hc *helm.Client, name, ns string) *helmComponentDe
 		return k.Apply(ctx, cluster, objs)
 	}
 	d.HealthFn = func(ctx context.Context, req ComponentRequest, res []render.Resource) (ComponentHealth, error) {
-		spec, err := helm.SpecFromObject(res[0].Object, helm.Defaults{Name: req.Name, Namespace: ns})
+		spec, err := helmspec.SpecFromObject(res[0].Object, helmspec.Defaults{Name: req.Name, Namespace: ns})
 		if err != nil {
 			return ComponentHealth{}, err
 		}
-		h, err := hc.Status(ctx, helm.Request{Namespace: ns, Spec: spec})
+		h, err := hc.Status(ctx, helmspec.Request{Namespace: ns, Spec: spec})
 		if err != nil {
 			return ComponentHealth{}, err
 		}
@@ -118,7 +119,7 @@ func TestHelmComponentThatDoesNotRenderFailsAtOnce(t *testing.T) {
 		d.props = map[string]any{"chart": map[string]any{"source": "required"}, "values": values}
 		d.mu.Unlock()
 	}
-	t.Cleanup(func() { _, _ = hc.Uninstall(context.Background(), "", ns, "db", helm.Options{}) })
+	t.Cleanup(func() { _, _ = hc.Uninstall(context.Background(), "", ns, "db", helmspec.Options{}) })
 
 	useRevision(1, nil)
 	res := h.pass()
@@ -152,7 +153,7 @@ func TestHelmComponentThatDoesNotRenderFailsAtOnce(t *testing.T) {
 	assert.True(t, apierrors.IsNotFound(e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db-db"}, cfgMap)), "nothing applied")
 	hh, err := hc.StatusRelease(ctx, "", ns, "db", nil)
 	require.NoError(t, err)
-	assert.Equal(t, helm.ReasonReleaseNotFound, hh.Reason, "no release stored")
+	assert.Equal(t, helmspec.ReasonReleaseNotFound, hh.Reason, "no release stored")
 
 	// The user sets the value: a new revision, a new run.
 	require.NoError(t, h.engine.Reset(ctx, h.app))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/oamflow/oamflow/pkg/errclass"
 	"os"
 	"path/filepath"
 	"sync"
@@ -23,7 +22,9 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/render"
 )
 
@@ -32,33 +33,33 @@ var updateHelmGolden = flag.Bool("update-helm", false, "rewrite testdata/helm-in
 // helmStub is a HelmClient recording its calls; status answers Status.
 type helmStub struct {
 	mu         sync.Mutex
-	ensured    []helm.Request
-	statuses   []helm.Request
+	ensured    []helmspec.Request
+	statuses   []helmspec.Request
 	uninstalls []string
-	templates  []helm.Request
-	status     func(n int) helm.Health
+	templates  []helmspec.Request
+	status     func(n int) helmspec.Health
 	ensureErr  error
 }
 
-func (s *helmStub) Ensure(_ context.Context, req helm.Request) (helm.Result, error) {
+func (s *helmStub) Ensure(_ context.Context, req helmspec.Request) (helm.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ensured = append(s.ensured, req)
 	return helm.Result{Action: helm.ActionInstalled}, s.ensureErr
 }
 
-func (s *helmStub) Uninstall(_ context.Context, cluster, namespace, name string, opts helm.Options) (helm.Result, error) {
+func (s *helmStub) Uninstall(_ context.Context, cluster, namespace, name string, opts helmspec.Options) (helm.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.uninstalls = append(s.uninstalls, fmt.Sprintf("%s/%s/%s timeout=%s", cluster, namespace, name, opts.Timeout))
 	return helm.Result{Action: helm.ActionUninstalled}, nil
 }
 
-func (s *helmStub) UninstallOwned(ctx context.Context, cluster, namespace, name string, _ helm.Owner, opts helm.Options) (helm.Result, error) {
+func (s *helmStub) UninstallOwned(ctx context.Context, cluster, namespace, name string, _ helmspec.Owner, opts helmspec.Options) (helm.Result, error) {
 	return s.Uninstall(ctx, cluster, namespace, name, opts)
 }
 
-func (s *helmStub) Status(_ context.Context, req helm.Request) (helm.Health, error) {
+func (s *helmStub) Status(_ context.Context, req helmspec.Request) (helmspec.Health, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.statuses = append(s.statuses, req)
@@ -68,7 +69,7 @@ func (s *helmStub) Status(_ context.Context, req helm.Request) (helm.Health, err
 	return s.status(len(s.statuses)), nil
 }
 
-func (s *helmStub) Template(_ context.Context, req helm.Request) ([]*unstructured.Unstructured, error) {
+func (s *helmStub) Template(_ context.Context, req helmspec.Request) ([]*unstructured.Unstructured, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.templates = append(s.templates, req)
@@ -79,10 +80,10 @@ func (s *helmStub) Template(_ context.Context, req helm.Request) ([]*unstructure
 	return []*unstructured.Unstructured{cm}, nil
 }
 
-func healthyRelease(name string, rev int) helm.Health {
-	return helm.Health{Healthy: true, Reason: helm.ReasonReady, Ready: 3, Total: 3,
+func healthyRelease(name string, rev int) helmspec.Health {
+	return helmspec.Health{Healthy: true, Reason: helmspec.ReasonReady, Ready: 3, Total: 3,
 		Message: fmt.Sprintf("release %s revision %d, chart simple-0.1.0: 3/3 resources ready", name, rev),
-		Release: helm.ReleaseInfo{Name: name, Namespace: "default", Revision: rev, Status: "deployed", Chart: "simple", ChartVersion: "0.1.0"}}
+		Release: helmspec.ReleaseInfo{Name: name, Namespace: "default", Revision: rev, Status: "deployed", Chart: "simple", ChartVersion: "0.1.0"}}
 }
 
 // releaseDeployer is a Deployer recording the objects applied (the
@@ -140,7 +141,7 @@ func TestHelmInstallStep(t *testing.T) {
 		props     map[string]any
 		noHelm    bool
 		applyErr  error
-		status    func(n int) helm.Health
+		status    func(n int) helmspec.Health
 		wantPhase wfv1alpha1.WorkflowStepPhase
 		// wantReason, when set, is the step's reason: Action (failed for
 		// good) or Execute (failed, to be retried: the run goes on).
@@ -165,26 +166,26 @@ func TestHelmInstallStep(t *testing.T) {
 		{reason: "defaults: latest version, the Application's namespace, the hub",
 			props: simple, wantPhase: succeeded, golden: "defaults", wantCluster: ""},
 		{reason: "waits while the release is not healthy",
-			props: simple, status: func(int) helm.Health {
-				return helm.Health{Reason: helm.ReasonResourcesNotReady, Message: "release web revision 1, chart simple-0.1.0: 2/3 resources ready",
-					Release: helm.ReleaseInfo{Name: "web", Namespace: "default", Revision: 1}}
+			props: simple, status: func(int) helmspec.Health {
+				return helmspec.Health{Reason: helmspec.ReasonResourcesNotReady, Message: "release web revision 1, chart simple-0.1.0: 2/3 resources ready",
+					Release: helmspec.ReleaseInfo{Name: "web", Namespace: "default", Revision: 1}}
 			},
 			wantPhase: running, wantMessage: "2/3 resources ready"},
 		{reason: "waitHealthy false does not wait",
-			props: merge(simple, map[string]any{"waitHealthy": false}), status: func(int) helm.Health { return helm.Health{Message: "0/3 resources ready"} },
+			props: merge(simple, map[string]any{"waitHealthy": false}), status: func(int) helmspec.Health { return helmspec.Health{Message: "0/3 resources ready"} },
 			wantPhase: succeeded},
 		{reason: "a spec error fails the step with the field path",
 			props:     merge(simple, map[string]any{"chart": map[string]any{"source": "simple", "version": "not a version!"}}),
 			wantPhase: failed, wantMessage: "spec.chart.version"},
 		{reason: "a chart that does not exist fails the step",
-			props: simple, applyErr: fmt.Errorf("HelmRelease default/web: chart %q in repository x: %w", "simpel", helm.ErrChartNotFound),
+			props: simple, applyErr: fmt.Errorf("HelmRelease default/web: chart %q in repository x: %w", "simpel", helmspec.ErrChartNotFound),
 			wantPhase: failed, wantMessage: "chart not found"},
 		{reason: "a chart that does not render with the values fails the step at once",
 			props: simple, applyErr: fmt.Errorf("HelmRelease default/web: install release default/web: chart simple: %w",
-				&helm.RenderError{Err: errors.New("execution error at (simple/templates/deployment.yaml:5:14): image.tag is required")}),
+				&helmspec.RenderError{Err: errors.New("execution error at (simple/templates/deployment.yaml:5:14): image.tag is required")}),
 			wantPhase: failed, wantReason: wftypes.StatusReasonAction, wantMessage: "execution error at (simple/templates/deployment.yaml:5:14): image.tag is required"},
 		{reason: "a repository that does not answer is retried",
-			props: simple, applyErr: fmt.Errorf("HelmRelease default/web: %w", &helm.ChartError{Err: errors.New("GET https://charts.example/index.yaml: connection refused")}),
+			props: simple, applyErr: fmt.Errorf("HelmRelease default/web: %w", &helmspec.ChartError{Err: errors.New("GET https://charts.example/index.yaml: connection refused")}),
 			wantPhase: failed, wantReason: wftypes.StatusReasonExecute, wantMessage: "connection refused"},
 		{reason: "an operation in progress makes it wait",
 			props: simple, applyErr: fmt.Errorf("release default/web is pending-upgrade: %w", helm.ErrOperationInProgress),
@@ -221,7 +222,7 @@ func TestHelmInstallStep(t *testing.T) {
 			got, err := yaml.Marshal(d.applied[0].Object)
 			require.NoError(t, err)
 			assertHelmGolden(t, tc.golden, got)
-			_, err = helm.SpecFromObject(d.applied[0], helm.Defaults{Namespace: "default"})
+			_, err = helmspec.SpecFromObject(d.applied[0], helmspec.Defaults{Namespace: "default"})
 			assert.NoError(t, err, "the object is a valid HelmRelease")
 		})
 	}
@@ -261,7 +262,7 @@ parameter: {}
 	})
 
 	t.Run("InstallWithoutDeployerRenderErrorFails", func(t *testing.T) {
-		stub := &helmStub{ensureErr: fmt.Errorf("install release shop/web: %w", &helm.RenderError{Err: errors.New("execution error at (x): db.host is required")})}
+		stub := &helmStub{ensureErr: fmt.Errorf("install release shop/web: %w", &helmspec.RenderError{Err: errors.New("execution error at (x): db.host is required")})}
 		rt := testRuntimeParams()
 		_, err := helmProvider{c: stub}.install(context.Background(), map[string]any{"release": map[string]any{"name": "web"}, "chart": map[string]any{"source": "required"}}, rt)
 		require.Error(t, err)
@@ -269,7 +270,7 @@ parameter: {}
 	})
 
 	t.Run("InstallWithoutDeployerChartNotFoundFails", func(t *testing.T) {
-		stub := &helmStub{ensureErr: fmt.Errorf("x: %w", helm.ErrChartNotFound)}
+		stub := &helmStub{ensureErr: fmt.Errorf("x: %w", helmspec.ErrChartNotFound)}
 		rt := testRuntimeParams()
 		_, err := helmProvider{c: stub}.install(context.Background(), map[string]any{"release": map[string]any{"name": "web"}, "chart": map[string]any{"source": "simpel"}}, rt)
 		require.Error(t, err)
@@ -334,8 +335,8 @@ func TestFailedApplyMarksComponentUnhealthy(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			obj := &unstructured.Unstructured{}
-			obj.SetAPIVersion(helm.APIVersion)
-			obj.SetKind(helm.Kind)
+			obj.SetAPIVersion(helmspec.APIVersion)
+			obj.SetKind(helmspec.Kind)
 			obj.SetName("typo")
 			d := DeployerFns{
 				ComponentFn: func(name string) (Component, bool) { return Component{Name: name}, name == "typo" },
@@ -343,7 +344,7 @@ func TestFailedApplyMarksComponentUnhealthy(t *testing.T) {
 					return []render.Resource{{Component: "typo", Object: obj}}, nil
 				},
 				ApplyFn: func(context.Context, string, []*unstructured.Unstructured) error {
-					return errclass.Terminal(fmt.Errorf("HelmRelease default/typo: %w", helm.ErrChartNotFound))
+					return errclass.Terminal(fmt.Errorf("HelmRelease default/typo: %w", helmspec.ErrChartNotFound))
 				},
 				HealthFn: func(context.Context, ComponentRequest, []render.Resource) (ComponentHealth, error) {
 					return ComponentHealth{Status: tc.health}, nil

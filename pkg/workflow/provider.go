@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/oamflow/oamflow/pkg/errclass"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -28,7 +27,8 @@ import (
 	wftypes "github.com/kubevela/workflow/pkg/types"
 
 	"github.com/oamflow/oamflow/pkg/cuepkg"
-	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/errclass"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/render"
 )
 
@@ -357,7 +357,7 @@ func noteFailedApply(ctx context.Context, run *runValues, req ComponentRequest, 
 		return
 	}
 	h.Status.Name = req.Name
-	var renderErr *helm.RenderError
+	var renderErr *helmspec.RenderError
 	if h.Status.Healthy || h.Status.Message == "" || errors.As(applyErr, &renderErr) {
 		h.Status.Healthy = false
 		h.Status.Message = "apply failed: " + applyErr.Error()

@@ -37,6 +37,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/localcluster"
 )
 
@@ -144,20 +145,20 @@ func run(kubeconfig, helmBin, chartDir string, runs, replicas int, timeout time.
 	for i := 0; i < runs; i++ {
 		nsSDK, nsCLI := fmt.Sprintf("bench-sdk-%d", i), fmt.Sprintf("bench-cli-%d", i)
 		timeSDK := func() error {
-			spec, err := helm.ParseSpecMap(map[string]any{
+			spec, err := helmspec.ParseSpecMap(map[string]any{
 				"chart":   map[string]any{"source": filepath.Base(tgz)},
 				"values":  map[string]any{"replicaCount": replicas},
 				"options": map[string]any{"wait": true, "timeout": timeout.String(), "createNamespace": true},
-			}, helm.Defaults{Name: "bench", Namespace: nsSDK})
+			}, helmspec.Defaults{Name: "bench", Namespace: nsSDK})
 			if err != nil {
 				return err
 			}
 			start := time.Now()
-			if _, err := client.Ensure(ctx, helm.Request{Namespace: nsSDK, Spec: spec}); err != nil {
+			if _, err := client.Ensure(ctx, helmspec.Request{Namespace: nsSDK, Spec: spec}); err != nil {
 				return fmt.Errorf("oamflow install: %w", err)
 			}
 			sdk = append(sdk, time.Since(start))
-			_, err = client.Uninstall(ctx, "", nsSDK, "bench", helm.Options{})
+			_, err = client.Uninstall(ctx, "", nsSDK, "bench", helmspec.Options{})
 			return err
 		}
 		timeCLI := func() error {

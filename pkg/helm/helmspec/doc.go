@@ -25,6 +25,7 @@
 // packages, which cost the CLI about 500 packages, half its binary and
 // most of its start-up (cmd/oamflow's TestLeanImportGraph keeps them
 // out). Package helm (pkg/helm) holds the install/upgrade/rollback/status
-// Client, its Factory and the HTTP repository and OCI fetchers, and
-// aliases every name here so its callers need not change.
+// Client, its Factory and the HTTP repository and OCI fetchers; its
+// callers name the contract's types from here (helmspec.Spec,
+// helmspec.Request), never through aliases.
 package helmspec

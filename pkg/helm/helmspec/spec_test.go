@@ -1,4 +1,4 @@
-package helm
+package helmspec
 
 import (
 	"testing"
