@@ -13,11 +13,6 @@ import (
 // parse.
 const ReasonInvalidRelease = "InvalidRelease"
 
-// HelmStatus is the part of *helm.Client that NewHelmReleases uses.
-type HelmStatus interface {
-	Status(ctx context.Context, req helmspec.Request) (helmspec.Health, error)
-}
-
 // NewHelmReleases returns the ReleaseChecker backed by a Helm client
 // (normally *helm.Client): the HelmRelease spec is parsed
 // (helmspec.SpecFromObject; release name defaults to the component, namespace
@@ -27,9 +22,9 @@ type HelmStatus interface {
 // chart that cannot be found or fetched, values that cannot be read, a
 // missing or failed release, and a spec that does not parse are unhealthy
 // with the reason.
-func NewHelmReleases(c HelmStatus) ReleaseChecker { return helmReleases{c: c} }
+func NewHelmReleases(c helmspec.Releases) ReleaseChecker { return helmReleases{c: c} }
 
-type helmReleases struct{ c HelmStatus }
+type helmReleases struct{ c helmspec.Releases }
 
 func (h helmReleases) ReleaseHealth(ctx context.Context, cluster, appNamespace string, obj *unstructured.Unstructured) (ReleaseHealth, error) {
 	name := obj.GetLabels()[v1beta1.LabelAppComponent]

@@ -18,25 +18,6 @@ import (
 	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
-// Action, Result and their constants are the release contract's
-// (helmspec): see there.
-type (
-	Action = helmspec.Action
-	Result = helmspec.Result
-)
-
-// Actions reported in Result.Action: see helmspec.
-const (
-	ActionInstalled   = helmspec.ActionInstalled
-	ActionUpgraded    = helmspec.ActionUpgraded
-	ActionUnchanged   = helmspec.ActionUnchanged
-	ActionRolledBack  = helmspec.ActionRolledBack
-	ActionUninstalled = helmspec.ActionUninstalled
-	ActionNotFound    = helmspec.ActionNotFound
-	ActionNotOwned    = helmspec.ActionNotOwned
-	ActionPending     = helmspec.ActionPending
-)
-
 func infoOf(r *release.Release) helmspec.ReleaseInfo {
 	if r == nil {
 		return helmspec.ReleaseInfo{}
@@ -50,9 +31,6 @@ func infoOf(r *release.Release) helmspec.ReleaseInfo {
 	}
 	return ri
 }
-
-// ErrOperationInProgress is helmspec.ErrOperationInProgress.
-var ErrOperationInProgress = helmspec.ErrOperationInProgress
 
 // Client runs Helm operations for oamflow. All cluster access goes through
 // its Factory; charts come from its ChartFetcher; Secrets and ConfigMaps
@@ -127,20 +105,17 @@ func releaseLabels(req helmspec.Request, d *desired) map[string]string {
 	return l
 }
 
-// ReleaseOwner is helmspec.ReleaseOwner (Client.Owner's answer).
-type ReleaseOwner = helmspec.ReleaseOwner
-
 // Owner reads who owns release name in namespace on cluster.
-func (c *Client) Owner(ctx context.Context, cluster, namespace, name string) (ReleaseOwner, error) {
+func (c *Client) Owner(ctx context.Context, cluster, namespace, name string) (helmspec.ReleaseOwner, error) {
 	cfg, err := c.config(ctx, cluster, namespace)
 	if err != nil {
-		return ReleaseOwner{}, err
+		return helmspec.ReleaseOwner{}, err
 	}
 	cur, err := last(cfg, name)
 	if err != nil || cur == nil {
-		return ReleaseOwner{}, err
+		return helmspec.ReleaseOwner{}, err
 	}
-	return ReleaseOwner{Exists: true, Owner: helmspec.OwnerOf(cur.Labels), Oamflow: cur.Labels[helmspec.LabelDigest] != "", Release: infoOf(cur)}, nil
+	return helmspec.ReleaseOwner{Exists: true, Owner: helmspec.OwnerOf(cur.Labels), Oamflow: cur.Labels[helmspec.LabelDigest] != "", Release: infoOf(cur)}, nil
 }
 
 // checkOwner refuses cur (a release's newest revision, or nil) when req
@@ -158,19 +133,19 @@ func checkOwner(req helmspec.Request, cur *release.Release) error {
 }
 
 // Install installs req's release; it fails if the release exists.
-func (c *Client) Install(ctx context.Context, req helmspec.Request) (Result, error) {
+func (c *Client) Install(ctx context.Context, req helmspec.Request) (helmspec.Result, error) {
 	d, err := c.prepare(ctx, req)
 	if err != nil {
-		return Result{}, err
+		return helmspec.Result{}, err
 	}
 	cfg, err := c.config(ctx, req.Cluster, req.Spec.Release.Namespace)
 	if err != nil {
-		return Result{}, err
+		return helmspec.Result{}, err
 	}
 	return c.install(ctx, cfg, req, d, false)
 }
 
-func (c *Client) install(ctx context.Context, cfg *action.Configuration, req helmspec.Request, d *desired, replace bool) (Result, error) {
+func (c *Client) install(ctx context.Context, cfg *action.Configuration, req helmspec.Request, d *desired, replace bool) (helmspec.Result, error) {
 	s := req.Spec
 	in := action.NewInstall(cfg)
 	in.ReleaseName = s.Release.Name
@@ -196,11 +171,11 @@ func (c *Client) install(ctx context.Context, cfg *action.Configuration, req hel
 	if err != nil {
 		if renderFailure(err) {
 			// Helm returns the release it meant to create; it was not stored.
-			return Result{}, renderFailed("install", s, d, err)
+			return helmspec.Result{}, renderFailed("install", s, d, err)
 		}
-		return Result{Release: infoOf(rel)}, fmt.Errorf("install release %s/%s (chart %s): %w", s.Release.Namespace, s.Release.Name, d.Chart.Ref, err)
+		return helmspec.Result{Release: infoOf(rel)}, fmt.Errorf("install release %s/%s (chart %s): %w", s.Release.Namespace, s.Release.Name, d.Chart.Ref, err)
 	}
-	return Result{Action: ActionInstalled, Release: infoOf(rel)}, nil
+	return helmspec.Result{Action: helmspec.ActionInstalled, Release: infoOf(rel)}, nil
 }
 
 // renderFailed wraps err, a render failure of an install or upgrade
@@ -213,26 +188,26 @@ func renderFailed(op string, s *helmspec.Spec, d *desired, err error) error {
 
 // Upgrade upgrades req's release to the desired chart and values, whatever
 // its digest; it fails when the release does not exist.
-func (c *Client) Upgrade(ctx context.Context, req helmspec.Request) (Result, error) {
+func (c *Client) Upgrade(ctx context.Context, req helmspec.Request) (helmspec.Result, error) {
 	d, err := c.prepare(ctx, req)
 	if err != nil {
-		return Result{}, err
+		return helmspec.Result{}, err
 	}
 	cfg, err := c.config(ctx, req.Cluster, req.Spec.Release.Namespace)
 	if err != nil {
-		return Result{}, err
+		return helmspec.Result{}, err
 	}
 	cur, err := last(cfg, req.Spec.Release.Name)
 	if err != nil {
-		return Result{}, err
+		return helmspec.Result{}, err
 	}
 	if err := checkOwner(req, cur); err != nil {
-		return Result{Release: infoOf(cur)}, err
+		return helmspec.Result{Release: infoOf(cur)}, err
 	}
 	return c.upgrade(ctx, cfg, req, d)
 }
 
-func (c *Client) upgrade(ctx context.Context, cfg *action.Configuration, req helmspec.Request, d *desired) (Result, error) {
+func (c *Client) upgrade(ctx context.Context, cfg *action.Configuration, req helmspec.Request, d *desired) (helmspec.Result, error) {
 	s := req.Spec
 	up := action.NewUpgrade(cfg)
 	up.Namespace = s.Release.Namespace
@@ -258,11 +233,11 @@ func (c *Client) upgrade(ctx context.Context, cfg *action.Configuration, req hel
 	})
 	if err != nil {
 		if renderFailure(err) {
-			return Result{}, renderFailed("upgrade", s, d, err)
+			return helmspec.Result{}, renderFailed("upgrade", s, d, err)
 		}
-		return Result{Release: infoOf(rel)}, fmt.Errorf("upgrade release %s/%s (chart %s): %w", s.Release.Namespace, s.Release.Name, d.Chart.Ref, err)
+		return helmspec.Result{Release: infoOf(rel)}, fmt.Errorf("upgrade release %s/%s (chart %s): %w", s.Release.Namespace, s.Release.Name, d.Chart.Ref, err)
 	}
-	return Result{Action: ActionUpgraded, Release: infoOf(rel)}, nil
+	return helmspec.Result{Action: helmspec.ActionUpgraded, Release: infoOf(rel)}, nil
 }
 
 // Ensure brings the release to the desired state and is what a reconciler
@@ -276,22 +251,22 @@ func (c *Client) upgrade(ctx context.Context, cfg *action.Configuration, req hel
 //   - pending-* younger than the grace period: ActionPending with
 //     ErrOperationInProgress; older: recovered first (see recoverPending),
 //     with Result.Recovery saying what was done.
-func (c *Client) Ensure(ctx context.Context, req helmspec.Request) (Result, error) {
+func (c *Client) Ensure(ctx context.Context, req helmspec.Request) (helmspec.Result, error) {
 	d, err := c.prepare(ctx, req)
 	if err != nil {
-		return Result{}, err
+		return helmspec.Result{}, err
 	}
 	s := req.Spec
 	cfg, err := c.config(ctx, req.Cluster, s.Release.Namespace)
 	if err != nil {
-		return Result{}, err
+		return helmspec.Result{}, err
 	}
 	cur, err := last(cfg, s.Release.Name)
 	if err != nil {
-		return Result{}, err
+		return helmspec.Result{}, err
 	}
 	if err := checkOwner(req, cur); err != nil {
-		return Result{Release: infoOf(cur)}, err
+		return helmspec.Result{Release: infoOf(cur)}, err
 	}
 	var recovery string
 	if cur != nil && cur.Info.Status.IsPending() {
@@ -301,32 +276,32 @@ func (c *Client) Ensure(ctx context.Context, req helmspec.Request) (Result, erro
 		}
 		age := c.now().Sub(cur.Info.LastDeployed.Time)
 		if age < grace {
-			return Result{Action: ActionPending, Release: infoOf(cur), RetryAfter: grace - age},
+			return helmspec.Result{Action: helmspec.ActionPending, Release: infoOf(cur), RetryAfter: grace - age},
 				fmt.Errorf("release %s/%s is %s (revision %d, %s old; recovery after %s): %w",
-					cur.Namespace, cur.Name, cur.Info.Status, cur.Version, age.Round(time.Second), grace, ErrOperationInProgress)
+					cur.Namespace, cur.Name, cur.Info.Status, cur.Version, age.Round(time.Second), grace, helmspec.ErrOperationInProgress)
 		}
 		recovery, err = c.recoverPending(cfg, req, cur, age)
 		if err != nil {
-			return Result{Release: infoOf(cur), Recovery: recovery}, err
+			return helmspec.Result{Release: infoOf(cur), Recovery: recovery}, err
 		}
 		if cur, err = last(cfg, s.Release.Name); err != nil {
-			return Result{Recovery: recovery}, err
+			return helmspec.Result{Recovery: recovery}, err
 		}
 	}
-	var res Result
+	var res helmspec.Result
 	switch {
 	case cur == nil:
 		res, err = c.install(ctx, cfg, req, d, false)
 	case cur.Info.Status == release.StatusUninstalled:
 		res, err = c.install(ctx, cfg, req, d, true)
 	case cur.Info.Status == release.StatusDeployed && cur.Labels[helmspec.LabelDigest] == d.Digest:
-		res = Result{Action: ActionUnchanged, Release: infoOf(cur)}
+		res = helmspec.Result{Action: helmspec.ActionUnchanged, Release: infoOf(cur)}
 		if o := req.Owner; o != nil && !o.IsZero() && helmspec.OwnerOf(cur.Labels) != *o {
 			// Adopted as it is: record the owner on the current revision
 			// (no new revision, nothing redeployed).
 			cur.Labels = releaseLabels(req, d)
 			if err := cfg.Releases.Update(cur); err != nil {
-				return Result{Release: infoOf(cur)}, fmt.Errorf("recording the owner of release %s/%s: %w", cur.Namespace, cur.Name, err)
+				return helmspec.Result{Release: infoOf(cur)}, fmt.Errorf("recording the owner of release %s/%s: %w", cur.Namespace, cur.Name, err)
 			}
 		}
 	default:
@@ -374,10 +349,10 @@ func (c *Client) recoverPending(cfg *action.Configuration, req helmspec.Request,
 
 // Rollback rolls release name in namespace back to revision (0 = the
 // previous one). opts supplies timeout, wait, maxHistory and skipHooks.
-func (c *Client) Rollback(ctx context.Context, cluster, namespace, name string, revision int, opts helmspec.Options) (Result, error) {
+func (c *Client) Rollback(ctx context.Context, cluster, namespace, name string, revision int, opts helmspec.Options) (helmspec.Result, error) {
 	cfg, err := c.config(ctx, cluster, namespace)
 	if err != nil {
-		return Result{}, err
+		return helmspec.Result{}, err
 	}
 	rb := action.NewRollback(cfg)
 	rb.Version = revision
@@ -387,18 +362,18 @@ func (c *Client) Rollback(ctx context.Context, cluster, namespace, name string, 
 	rb.DisableHooks = opts.SkipHooks
 	rb.CleanupOnFail = opts.CleanupOnFail
 	if err := helmspec.Safely("helm rollback", func() error { return rb.Run(name) }); err != nil {
-		return Result{}, fmt.Errorf("roll back release %s/%s: %w", namespace, name, err)
+		return helmspec.Result{}, fmt.Errorf("roll back release %s/%s: %w", namespace, name, err)
 	}
 	cur, err := last(cfg, name)
 	if err != nil {
-		return Result{}, err
+		return helmspec.Result{}, err
 	}
-	return Result{Action: ActionRolledBack, Release: infoOf(cur)}, nil
+	return helmspec.Result{Action: helmspec.ActionRolledBack, Release: infoOf(cur)}, nil
 }
 
 // Uninstall removes release name from namespace with its history; a
 // missing release gives ActionNotFound and no error.
-func (c *Client) Uninstall(ctx context.Context, cluster, namespace, name string, opts helmspec.Options) (Result, error) {
+func (c *Client) Uninstall(ctx context.Context, cluster, namespace, name string, opts helmspec.Options) (helmspec.Result, error) {
 	return c.uninstall(ctx, cluster, namespace, name, nil, opts)
 }
 
@@ -407,27 +382,27 @@ func (c *Client) Uninstall(ctx context.Context, cluster, namespace, name string,
 // (ActionNotOwned with a *NotOwnedError). A release oamflow installed
 // before releases recorded their owner (LabelDigest, no owner) counts as
 // the caller's: callers uninstall only releases they track.
-func (c *Client) UninstallOwned(ctx context.Context, cluster, namespace, name string, owner helmspec.Owner, opts helmspec.Options) (Result, error) {
+func (c *Client) UninstallOwned(ctx context.Context, cluster, namespace, name string, owner helmspec.Owner, opts helmspec.Options) (helmspec.Result, error) {
 	return c.uninstall(ctx, cluster, namespace, name, &owner, opts)
 }
 
-func (c *Client) uninstall(ctx context.Context, cluster, namespace, name string, owner *helmspec.Owner, opts helmspec.Options) (Result, error) {
+func (c *Client) uninstall(ctx context.Context, cluster, namespace, name string, owner *helmspec.Owner, opts helmspec.Options) (helmspec.Result, error) {
 	cfg, err := c.config(ctx, cluster, namespace)
 	if err != nil {
-		return Result{}, err
+		return helmspec.Result{}, err
 	}
 	cur, err := last(cfg, name)
 	if err != nil {
-		return Result{}, err
+		return helmspec.Result{}, err
 	}
 	if cur == nil {
-		return Result{Action: ActionNotFound, Release: helmspec.ReleaseInfo{Name: name, Namespace: namespace}}, nil
+		return helmspec.Result{Action: helmspec.ActionNotFound, Release: helmspec.ReleaseInfo{Name: name, Namespace: namespace}}, nil
 	}
 	if owner != nil {
 		o := helmspec.OwnerOf(cur.Labels)
 		legacy := o.IsZero() && cur.Labels[helmspec.LabelDigest] != ""
 		if o != *owner && !legacy {
-			return Result{Action: ActionNotOwned, Release: infoOf(cur)}, &helmspec.NotOwnedError{Namespace: namespace, Name: name, Owner: o}
+			return helmspec.Result{Action: helmspec.ActionNotOwned, Release: infoOf(cur)}, &helmspec.NotOwnedError{Namespace: namespace, Name: name, Owner: o}
 		}
 	}
 	un := action.NewUninstall(cfg)
@@ -436,11 +411,11 @@ func (c *Client) uninstall(ctx context.Context, cluster, namespace, name string,
 	un.DisableHooks = opts.SkipHooks
 	un.IgnoreNotFound = true
 	if err := helmspec.Safely("helm uninstall", func() error { _, uerr := un.Run(name); return uerr }); err != nil {
-		return Result{Release: infoOf(cur)}, fmt.Errorf("uninstall release %s/%s: %w", namespace, name, err)
+		return helmspec.Result{Release: infoOf(cur)}, fmt.Errorf("uninstall release %s/%s: %w", namespace, name, err)
 	}
 	info := infoOf(cur)
 	info.Status = release.StatusUninstalled.String()
-	return Result{Action: ActionUninstalled, Release: info}, nil
+	return helmspec.Result{Action: helmspec.ActionUninstalled, Release: info}, nil
 }
 
 // Template renders req's chart client-side (`helm template`: no cluster
@@ -467,3 +442,6 @@ func namespaceMissing(ctx context.Context, cfg *action.Configuration, namespace 
 	_, err = cs.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
 	return apierrors.IsNotFound(err)
 }
+
+// Client is the SDK's implementation of the release contract.
+var _ helmspec.Releases = (*Client)(nil)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/oamflow/oamflow/e2e/framework"
 	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // TestE2EInstallWaitHealthy installs the simple chart with wait into a
@@ -25,27 +26,27 @@ func TestE2EInstallWaitHealthy(t *testing.T) {
 	chartRoot, err := filepath.Abs(filepath.Join("..", "..", "charts", "testdata"))
 	require.NoError(t, err)
 	c := helm.NewClient(helm.NewFactory(helm.SingleCluster(hub.Config)), helm.NewFetcher(hub.Client, helm.WithChartRoot(chartRoot)), hub.Client)
-	s, err := helm.ParseSpecMap(map[string]any{
+	s, err := helmspec.ParseSpecMap(map[string]any{
 		"chart":   map[string]any{"source": "simple"},
 		"values":  map[string]any{"replicaCount": 2},
 		"options": map[string]any{"wait": true, "timeout": "2m"},
-	}, helm.Defaults{Name: "web", Namespace: "helm-e2e"})
+	}, helmspec.Defaults{Name: "web", Namespace: "helm-e2e"})
 	require.NoError(t, err)
-	req := helm.Request{Namespace: "helm-e2e", Spec: s}
+	req := helmspec.Request{Namespace: "helm-e2e", Spec: s}
 	ctx := context.Background()
 
 	start := time.Now()
 	res, err := c.Ensure(ctx, req)
 	require.NoError(t, err)
 	t.Logf("install + wait: %v", time.Since(start))
-	assert.Equal(t, helm.ActionInstalled, res.Action)
+	assert.Equal(t, helmspec.ActionInstalled, res.Action)
 
 	h, err := c.Status(ctx, req)
 	require.NoError(t, err)
 	assert.True(t, h.Healthy, "%s %v", h.Message, h.Details())
 	assert.Equal(t, "release web revision 1, chart simple-0.1.0: 3/3 resources ready", h.Message)
 
-	res, err = c.Uninstall(ctx, "", "helm-e2e", "web", helm.Options{Wait: true})
+	res, err = c.Uninstall(ctx, "", "helm-e2e", "web", helmspec.Options{Wait: true})
 	require.NoError(t, err)
-	assert.Equal(t, helm.ActionUninstalled, res.Action)
+	assert.Equal(t, helmspec.ActionUninstalled, res.Action)
 }

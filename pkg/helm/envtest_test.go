@@ -112,7 +112,7 @@ func TestEnsureLifecycle(t *testing.T) {
 		}
 		return spec(t, p, "web", ns)
 	}
-	ensure := func(s *helmspec.Spec) Result {
+	ensure := func(s *helmspec.Spec) helmspec.Result {
 		t.Helper()
 		res, err := c.Ensure(ctx, helmspec.Request{Namespace: ns, Spec: s})
 		require.NoError(t, err)
@@ -125,7 +125,7 @@ func TestEnsureLifecycle(t *testing.T) {
 	}
 
 	res := ensure(props(nil, nil))
-	assert.Equal(t, ActionInstalled, res.Action)
+	assert.Equal(t, helmspec.ActionInstalled, res.Action)
 	assert.Equal(t, 1, res.Release.Revision)
 	assert.Equal(t, "deployed", res.Release.Status)
 	assert.Equal(t, "hello", message())
@@ -135,14 +135,14 @@ func TestEnsureLifecycle(t *testing.T) {
 	assert.Len(t, res.Release.Digest, 40)
 
 	res = ensure(props(nil, nil))
-	assert.Equal(t, ActionUnchanged, res.Action, "same chart, values and name: no new revision")
+	assert.Equal(t, helmspec.ActionUnchanged, res.Action, "same chart, values and name: no new revision")
 	assert.Equal(t, 1, res.Release.Revision)
 
 	res = ensure(props(map[string]any{"message": "changed"}, nil))
-	assert.Equal(t, ActionUpgraded, res.Action)
+	assert.Equal(t, helmspec.ActionUpgraded, res.Action)
 	assert.Equal(t, 2, res.Release.Revision)
 	assert.Equal(t, "changed", message())
-	assert.Equal(t, ActionUnchanged, ensure(props(map[string]any{"message": "changed"}, nil)).Action)
+	assert.Equal(t, helmspec.ActionUnchanged, ensure(props(map[string]any{"message": "changed"}, nil)).Action)
 
 	// valuesFrom: a ConfigMap below inline values; editing it upgrades.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web-values", Namespace: ns},
@@ -153,13 +153,13 @@ func TestEnsureLifecycle(t *testing.T) {
 		map[string]any{"kind": "Secret", "name": "absent", "optional": true},
 	}})
 	res = ensure(withCM)
-	assert.Equal(t, ActionUpgraded, res.Action)
+	assert.Equal(t, helmspec.ActionUpgraded, res.Action)
 	assert.Equal(t, "from-configmap", message())
-	assert.Equal(t, ActionUnchanged, ensure(withCM).Action)
+	assert.Equal(t, helmspec.ActionUnchanged, ensure(withCM).Action)
 	cm.Data["values.yaml"] = "message: edited\n"
 	require.NoError(t, e.Client.Update(context.Background(), cm))
 	res = ensure(withCM)
-	assert.Equal(t, ActionUpgraded, res.Action, "a changed ConfigMap changes the digest")
+	assert.Equal(t, helmspec.ActionUpgraded, res.Action, "a changed ConfigMap changes the digest")
 	assert.Equal(t, 4, res.Release.Revision)
 	assert.Equal(t, "edited", message())
 
@@ -206,12 +206,12 @@ func TestEnsureLifecycle(t *testing.T) {
 	// Uninstall removes the release and its resources.
 	res, err = c.Uninstall(ctx, "", ns, "web", helmspec.Options{})
 	require.NoError(t, err)
-	assert.Equal(t, ActionUninstalled, res.Action)
+	assert.Equal(t, helmspec.ActionUninstalled, res.Action)
 	assert.True(t, apierrors.IsNotFound(get(t, e.Client, ns, "web-web", &appsv1.Deployment{})))
 	assert.True(t, apierrors.IsNotFound(get(t, e.Client, ns, "sh.helm.release.v1.web.v4", &corev1.Secret{})))
 	res, err = c.Uninstall(ctx, "", ns, "web", helmspec.Options{})
 	require.NoError(t, err)
-	assert.Equal(t, ActionNotFound, res.Action)
+	assert.Equal(t, helmspec.ActionNotFound, res.Action)
 	h, err = c.StatusRelease(ctx, "", ns, "web", nil)
 	require.NoError(t, err)
 	assert.Equal(t, helmspec.ReasonReleaseNotFound, h.Reason)
@@ -231,16 +231,16 @@ func TestEnsureAfterFailedInstall(t *testing.T) {
 		bad, good           map[string]any
 		wantErr             string
 		wantStored          release.Status // status stored after the failure; "" = nothing stored
-		wantAction          Action
+		wantAction          helmspec.Action
 		wantRevisionOnFixed int
 		wantRecovery        string // Result.Recovery of the fix ("" = none)
 	}{
 		{reason: "a required value is missing: rendering fails, nothing is stored, the fix installs",
 			name: "req", chart: "required", good: map[string]any{"db": map[string]any{"host": "db"}},
-			wantErr: "db.host is required", wantAction: ActionInstalled, wantRevisionOnFixed: 1},
+			wantErr: "db.host is required", wantAction: helmspec.ActionInstalled, wantRevisionOnFixed: 1},
 		{reason: "the API server rejects an object: the release is stored failed, the fix upgrades it",
 			name: "bad-port", chart: "simple", bad: map[string]any{"service": map[string]any{"port": 0}}, good: map[string]any{},
-			wantErr: "port", wantStored: release.StatusFailed, wantAction: ActionUpgraded, wantRevisionOnFixed: 2,
+			wantErr: "port", wantStored: release.StatusFailed, wantAction: helmspec.ActionUpgraded, wantRevisionOnFixed: 2,
 			wantRecovery: "release " + ns + "/bad-port revision 1 had failed: upgraded to revision 2"},
 	}
 	for _, tc := range cases {
@@ -315,24 +315,24 @@ func TestEnsureRecoversStuckRelease(t *testing.T) {
 		name         string
 		status       release.Status
 		age          time.Duration
-		wantAction   Action
+		wantAction   helmspec.Action
 		wantErr      error
 		wantRecovery string
 	}{
 		{reason: "pending-upgrade within the grace period is left alone", name: "young", status: release.StatusPendingUpgrade, age: time.Minute,
-			wantAction: ActionPending, wantErr: ErrOperationInProgress},
+			wantAction: helmspec.ActionPending, wantErr: helmspec.ErrOperationInProgress},
 		{reason: "pending-upgrade past the grace period is rolled back", name: "upg", status: release.StatusPendingUpgrade, age: time.Hour,
-			wantAction: ActionUnchanged, wantRecovery: "stuck in pending-upgrade for 1h0m0s: marked it failed and rolled back to revision 1"},
+			wantAction: helmspec.ActionUnchanged, wantRecovery: "stuck in pending-upgrade for 1h0m0s: marked it failed and rolled back to revision 1"},
 		{reason: "pending-rollback past the grace period is rolled back", name: "rb", status: release.StatusPendingRollback, age: time.Hour,
-			wantAction: ActionUnchanged, wantRecovery: "stuck in pending-rollback"},
+			wantAction: helmspec.ActionUnchanged, wantRecovery: "stuck in pending-rollback"},
 		{reason: "pending-install past the grace period is reinstalled", name: "inst", status: release.StatusPendingInstall, age: time.Hour,
-			wantAction: ActionUpgraded, wantRecovery: "stuck in pending-install for 1h0m0s: marked it failed and reinstalling it"},
+			wantAction: helmspec.ActionUpgraded, wantRecovery: "stuck in pending-install for 1h0m0s: marked it failed and reinstalling it"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			res, err := c.Ensure(ctx, helmspec.Request{Namespace: ns, Spec: mk(tc.name)})
 			require.NoError(t, err)
-			require.Equal(t, ActionInstalled, res.Action)
+			require.Equal(t, helmspec.ActionInstalled, res.Action)
 			stick(tc.name, tc.status, tc.age)
 
 			res, err = c.Ensure(ctx, helmspec.Request{Namespace: ns, Spec: mk(tc.name)})
@@ -447,7 +447,7 @@ func TestChartNotFoundIsNeverHealthy(t *testing.T) {
 	good := spec(t, map[string]any{"chart": map[string]any{"source": "required", "repoURL": repo.URL}, "values": map[string]any{"db": map[string]any{"host": "h"}}}, "db", ns)
 	res, err := c.Ensure(context.Background(), helmspec.Request{Namespace: ns, Spec: good})
 	require.NoError(t, err)
-	require.Equal(t, ActionInstalled, res.Action)
+	require.Equal(t, helmspec.ActionInstalled, res.Action)
 	h, err := c.Status(context.Background(), helmspec.Request{Namespace: ns, Spec: good})
 	require.NoError(t, err)
 	require.True(t, h.Healthy, h.Message)
@@ -500,7 +500,7 @@ func TestThirdPartyChart(t *testing.T) {
 		}, "wf", ns)
 		res, err := c.Ensure(context.Background(), helmspec.Request{Namespace: ns, Spec: s})
 		require.NoError(t, err)
-		assert.Equal(t, ActionInstalled, res.Action)
+		assert.Equal(t, helmspec.ActionInstalled, res.Action)
 		assert.Equal(t, "vela-workflow", res.Release.Chart)
 		h, err := c.Status(context.Background(), helmspec.Request{Namespace: ns, Spec: s})
 		require.NoError(t, err)
@@ -509,6 +509,6 @@ func TestThirdPartyChart(t *testing.T) {
 		assert.True(t, strings.HasPrefix(h.Details()["Deployment"], "not ready: "), h.Details())
 		res, err = c.Ensure(context.Background(), helmspec.Request{Namespace: ns, Spec: s})
 		require.NoError(t, err)
-		assert.Equal(t, ActionUnchanged, res.Action)
+		assert.Equal(t, helmspec.ActionUnchanged, res.Action)
 	})
 }

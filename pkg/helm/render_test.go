@@ -160,14 +160,14 @@ func TestRenderFailureIsTerminal(t *testing.T) {
 
 	res, err := c.Ensure(ctx, mk(nil))
 	assertRenderError(t, "install", err)
-	assert.Equal(t, Result{}, res, "no release is reported: Helm stored none")
+	assert.Equal(t, helmspec.Result{}, res, "no release is reported: Helm stored none")
 	assert.Equal(t, 0, stored(), "nothing is stored")
 	var cm corev1.ConfigMap
 	assert.True(t, apierrors.IsNotFound(get(t, e.Client, ns, "db-db", &cm)), "nothing is applied")
 
 	res, err = c.Ensure(ctx, mk(withHost))
 	require.NoError(t, err)
-	assert.Equal(t, ActionInstalled, res.Action)
+	assert.Equal(t, helmspec.ActionInstalled, res.Action)
 	require.NoError(t, get(t, e.Client, ns, "db-db", &cm))
 	assert.Equal(t, "db.example", cm.Data["host"])
 

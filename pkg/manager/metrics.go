@@ -42,21 +42,21 @@ type timedHelm struct {
 	rec *metrics.Recorder
 }
 
-func (t timedHelm) Ensure(ctx context.Context, req helmspec.Request) (helm.Result, error) {
+func (t timedHelm) Ensure(ctx context.Context, req helmspec.Request) (helmspec.Result, error) {
 	start := time.Now()
 	res, err := t.Client.Ensure(ctx, req)
 	t.rec.ObserveHelm("ensure", string(res.Action), time.Since(start), err)
 	return res, err
 }
 
-func (t timedHelm) Uninstall(ctx context.Context, cluster, namespace, name string, opts helmspec.Options) (helm.Result, error) {
+func (t timedHelm) Uninstall(ctx context.Context, cluster, namespace, name string, opts helmspec.Options) (helmspec.Result, error) {
 	start := time.Now()
 	res, err := t.Client.Uninstall(ctx, cluster, namespace, name, opts)
 	t.rec.ObserveHelm("uninstall", string(res.Action), time.Since(start), err)
 	return res, err
 }
 
-func (t timedHelm) UninstallOwned(ctx context.Context, cluster, namespace, name string, owner helmspec.Owner, opts helmspec.Options) (helm.Result, error) {
+func (t timedHelm) UninstallOwned(ctx context.Context, cluster, namespace, name string, owner helmspec.Owner, opts helmspec.Options) (helmspec.Result, error) {
 	start := time.Now()
 	res, err := t.Client.UninstallOwned(ctx, cluster, namespace, name, owner, opts)
 	t.rec.ObserveHelm("uninstall", string(res.Action), time.Since(start), err)

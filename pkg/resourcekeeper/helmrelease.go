@@ -19,13 +19,6 @@ import (
 	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
-// HelmClient is the part of *helm.Client that NewHelmReleases uses.
-type HelmClient interface {
-	Ensure(ctx context.Context, req helmspec.Request) (helmspec.Result, error)
-	UninstallOwned(ctx context.Context, cluster, namespace, name string, owner helmspec.Owner, opts helmspec.Options) (helmspec.Result, error)
-	Owner(ctx context.Context, cluster, namespace, name string) (helmspec.ReleaseOwner, error)
-}
-
 // NewHelmReleases returns the ReleaseHandler backed by a Helm client
 // (normally *helm.Client): Ensure parses the HelmRelease spec
 // (helmspec.SpecFromObject) and calls Client.Ensure, which installs, upgrades,
@@ -42,7 +35,7 @@ type HelmClient interface {
 // (reason EventReasonReleaseFailed) when an install or upgrade fails, and
 // a Normal Event (EventReasonReleaseRecovered) when a failed or stuck
 // release was repaired.
-func NewHelmReleases(c HelmClient, opts ...HelmReleasesOption) ReleaseHandler {
+func NewHelmReleases(c helmspec.Releases, opts ...HelmReleasesOption) ReleaseHandler {
 	h := helmReleases{c: c}
 	for _, o := range opts {
 		o(&h)
@@ -67,7 +60,7 @@ const (
 )
 
 type helmReleases struct {
-	c      HelmClient
+	c      helmspec.Releases
 	events record.EventRecorder
 	apps   client.Reader
 }

@@ -12,25 +12,25 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
-	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
-// helmClientFns adapts functions to HelmClient.
+// helmClientFns adapts functions to helmspec.Releases.
 type helmClientFns struct {
-	ensure func(ctx context.Context, req helmspec.Request) (helm.Result, error)
+	helmspec.Releases // methods the keeper must not call panic on the nil interface
+	ensure            func(ctx context.Context, req helmspec.Request) (helmspec.Result, error)
 }
 
-func (f helmClientFns) Ensure(ctx context.Context, req helmspec.Request) (helm.Result, error) {
+func (f helmClientFns) Ensure(ctx context.Context, req helmspec.Request) (helmspec.Result, error) {
 	return f.ensure(ctx, req)
 }
 
-func (f helmClientFns) UninstallOwned(context.Context, string, string, string, helmspec.Owner, helmspec.Options) (helm.Result, error) {
-	return helm.Result{Action: helm.ActionUninstalled}, nil
+func (f helmClientFns) UninstallOwned(context.Context, string, string, string, helmspec.Owner, helmspec.Options) (helmspec.Result, error) {
+	return helmspec.Result{Action: helmspec.ActionUninstalled}, nil
 }
 
-func (f helmClientFns) Owner(context.Context, string, string, string) (helm.ReleaseOwner, error) {
-	return helm.ReleaseOwner{}, nil
+func (f helmClientFns) Owner(context.Context, string, string, string) (helmspec.ReleaseOwner, error) {
+	return helmspec.ReleaseOwner{}, nil
 }
 
 // TestHelmReleaseEvents: the Application gets a Warning when an install
@@ -51,19 +51,19 @@ func TestHelmReleaseEvents(t *testing.T) {
 		reason  string
 		obj     func() *unstructured.Unstructured
 		cluster string
-		res     helm.Result
+		res     helmspec.Result
 		err     error
 		want    []string
 	}{
-		{reason: "installed: no Event", obj: owned, res: helm.Result{Action: helm.ActionInstalled}},
-		{reason: "unchanged: no Event", obj: owned, res: helm.Result{Action: helm.ActionUnchanged}},
+		{reason: "installed: no Event", obj: owned, res: helmspec.Result{Action: helmspec.ActionInstalled}},
+		{reason: "unchanged: no Event", obj: owned, res: helmspec.Result{Action: helmspec.ActionUnchanged}},
 		{reason: "a failed upgrade warns with the error", obj: owned, err: errors.New("upgrade release shop/web: Service \"web\" is invalid"),
 			want: []string{`Warning HelmReleaseFailed helm release shop/web: upgrade release shop/web: Service "web" is invalid`}},
-		{reason: "another operation in progress is no failure", obj: owned, res: helm.Result{Action: helm.ActionPending},
-			err: fmt.Errorf("release shop/web is pending-upgrade: %w", helm.ErrOperationInProgress)},
-		{reason: "a repaired failed release is a Normal Event", obj: owned, res: helm.Result{Action: helm.ActionUpgraded, Recovery: recovery},
+		{reason: "another operation in progress is no failure", obj: owned, res: helmspec.Result{Action: helmspec.ActionPending},
+			err: fmt.Errorf("release shop/web is pending-upgrade: %w", helmspec.ErrOperationInProgress)},
+		{reason: "a repaired failed release is a Normal Event", obj: owned, res: helmspec.Result{Action: helmspec.ActionUpgraded, Recovery: recovery},
 			want: []string{"Normal HelmReleaseRecovered " + recovery}},
-		{reason: "a repair followed by a failure gives both", obj: owned, res: helm.Result{Recovery: "release shop/web revision 3 was stuck"},
+		{reason: "a repair followed by a failure gives both", obj: owned, res: helmspec.Result{Recovery: "release shop/web revision 3 was stuck"},
 			err:  errors.New("boom"),
 			want: []string{"Normal HelmReleaseRecovered release shop/web revision 3 was stuck", "Warning HelmReleaseFailed helm release shop/web: boom"}},
 		{reason: "a member cluster is named", obj: owned, cluster: "member-1", err: errors.New("boom"),
@@ -79,7 +79,7 @@ func TestHelmReleaseEvents(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
-			h := NewHelmReleases(helmClientFns{ensure: func(context.Context, helmspec.Request) (helm.Result, error) { return tc.res, tc.err }},
+			h := NewHelmReleases(helmClientFns{ensure: func(context.Context, helmspec.Request) (helmspec.Result, error) { return tc.res, tc.err }},
 				WithReleaseEvents(rec, nil))
 			_, err := h.Ensure(context.Background(), tc.cluster, "shop", tc.obj())
 			if tc.err != nil {

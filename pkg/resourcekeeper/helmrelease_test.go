@@ -317,12 +317,12 @@ func TestHelmReleaseUninstallOptions(t *testing.T) {
 	// The options last ensured are used to uninstall; a tracker entry
 	// without data still uninstalls with defaults.
 	var got []helmspec.Options
-	fake := fakeHelm{uninstall: func(_ context.Context, cluster, namespace, name string, opts helmspec.Options) (helm.Result, error) {
+	fake := fakeHelm{uninstall: func(_ context.Context, cluster, namespace, name string, opts helmspec.Options) (helmspec.Result, error) {
 		assert.Equal(t, "", cluster)
 		assert.Equal(t, "apps", namespace)
 		assert.Equal(t, "web", name)
 		got = append(got, opts)
-		return helm.Result{Action: helm.ActionUninstalled}, nil
+		return helmspec.Result{Action: helmspec.ActionUninstalled}, nil
 	}}
 	h := NewHelmReleases(fake)
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": helmspec.APIVersion, "kind": helmspec.Kind,
@@ -338,21 +338,22 @@ func TestHelmReleaseUninstallOptions(t *testing.T) {
 	assert.Equal(t, helmspec.Options{}, got[1])
 }
 
-// fakeHelm is a HelmClient for tests that need no Helm.
+// fakeHelm is a helmspec.Releases for tests that need no Helm.
 type fakeHelm struct {
-	uninstall func(ctx context.Context, cluster, namespace, name string, opts helmspec.Options) (helm.Result, error)
+	helmspec.Releases // methods the keeper must not call panic on the nil interface
+	uninstall         func(ctx context.Context, cluster, namespace, name string, opts helmspec.Options) (helmspec.Result, error)
 }
 
-func (f fakeHelm) Ensure(context.Context, helmspec.Request) (helm.Result, error) {
-	return helm.Result{Action: helm.ActionUnchanged}, nil
+func (f fakeHelm) Ensure(context.Context, helmspec.Request) (helmspec.Result, error) {
+	return helmspec.Result{Action: helmspec.ActionUnchanged}, nil
 }
 
-func (f fakeHelm) UninstallOwned(ctx context.Context, cluster, namespace, name string, _ helmspec.Owner, opts helmspec.Options) (helm.Result, error) {
+func (f fakeHelm) UninstallOwned(ctx context.Context, cluster, namespace, name string, _ helmspec.Owner, opts helmspec.Options) (helmspec.Result, error) {
 	return f.uninstall(ctx, cluster, namespace, name, opts)
 }
 
-func (f fakeHelm) Owner(context.Context, string, string, string) (helm.ReleaseOwner, error) {
-	return helm.ReleaseOwner{}, nil
+func (f fakeHelm) Owner(context.Context, string, string, string) (helmspec.ReleaseOwner, error) {
+	return helmspec.ReleaseOwner{}, nil
 }
 
 // helmSecrets lists the Helm storage Secrets of release name.

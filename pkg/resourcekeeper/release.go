@@ -19,7 +19,7 @@ import (
 // ReleaseHandler installs, upgrades and uninstalls the Helm releases behind
 // virtual HelmRelease objects (helmspec.IsHelmRelease), which are never applied
 // to a cluster (routing contract: package helm's documentation).
-// NewHelmReleases adapts a *helm.Client.
+// NewHelmReleases adapts a helmspec.Releases (normally *helm.Client).
 type ReleaseHandler interface {
 	// Ensure brings the release described by obj (a rendered HelmRelease,
 	// metadata.name/namespace = release name/namespace) to its desired state
@@ -27,7 +27,8 @@ type ReleaseHandler interface {
 	// the only one auth Secrets and valuesFrom objects are read from. It
 	// must write nothing when the release is already in the desired state.
 	// Errors about the object itself (bad spec, chart not found, unsafe
-	// chart) should satisfy apierrors.IsInvalid so that they are terminal.
+	// chart) are terminal (errclass.IsTerminal) and worded as the API
+	// server words an invalid object.
 	Ensure(ctx context.Context, cluster, appNamespace string, obj *unstructured.Unstructured) (ReleaseResult, error)
 	// Uninstall removes the release a tracker entry records (Namespace and
 	// Name are the release's; Data is the HelmRelease last ensured, or nil).

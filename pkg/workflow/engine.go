@@ -51,6 +51,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	oamcuex "github.com/oamflow/oamflow/pkg/cuex"
 	"github.com/oamflow/oamflow/pkg/egress"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 )
 
@@ -162,7 +163,7 @@ type Options struct {
 	Builtins map[string]string
 	// Helm serves the vela/helm step package (nil: its actions fail saying
 	// Helm is not configured).
-	Helm HelmClient
+	Helm helmspec.Releases
 	// HTTP is the outbound policy of vela/http and op.#HTTPDo requests
 	// (nil: egress.Default(), which refuses loopback and link-local
 	// targets).

@@ -13,25 +13,15 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/egress"
 	"github.com/oamflow/oamflow/pkg/errclass"
-	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/tenancy"
 )
-
-// HelmClient is the part of *helm.Client that the vela/helm provider uses.
-type HelmClient interface {
-	Ensure(ctx context.Context, req helmspec.Request) (helm.Result, error)
-	Uninstall(ctx context.Context, cluster, namespace, name string, opts helmspec.Options) (helm.Result, error)
-	UninstallOwned(ctx context.Context, cluster, namespace, name string, owner helmspec.Owner, opts helmspec.Options) (helm.Result, error)
-	Status(ctx context.Context, req helmspec.Request) (helmspec.Health, error)
-	Template(ctx context.Context, req helmspec.Request) ([]*unstructured.Unstructured, error)
-}
 
 // CompilerOption configures NewCompiler.
 type CompilerOption func(*compilerOptions)
 
 type compilerOptions struct {
-	helm HelmClient
+	helm helmspec.Releases
 	http *egress.Policy
 }
 
@@ -44,7 +34,7 @@ func WithHTTPPolicy(p *egress.Policy) CompilerOption {
 // WithHelm serves the vela/helm package (#Install, #Uninstall, #Status,
 // #Template) with c. Without it (or with nil) those actions fail the step
 // saying Helm is not configured.
-func WithHelm(c HelmClient) CompilerOption {
+func WithHelm(c helmspec.Releases) CompilerOption {
 	return func(o *compilerOptions) { o.helm = c }
 }
 
@@ -88,10 +78,10 @@ type helmTemplateReturns struct {
 	Objects []map[string]any `json:"objects"`
 }
 
-// helmProvider implements vela/helm on a HelmClient (nil: not configured).
-type helmProvider struct{ c HelmClient }
+// helmProvider implements vela/helm on a helmspec.Releases (nil: not configured).
+type helmProvider struct{ c helmspec.Releases }
 
-func helmProviders(c HelmClient) map[string]cuexruntime.ProviderFn {
+func helmProviders(c helmspec.Releases) map[string]cuexruntime.ProviderFn {
 	h := helmProvider{c: c}
 	return map[string]cuexruntime.ProviderFn{
 		"install": providertypes.GenericProviderFn[map[string]any, providertypes.Returns[helmReleaseStatus]](
@@ -215,7 +205,7 @@ func (h helmProvider) install(ctx context.Context, params map[string]any, rt pro
 		err = run.deployer.Apply(ctx, req.Cluster, []*unstructured.Unstructured{obj})
 		switch {
 		case err == nil:
-		case errors.Is(err, helm.ErrOperationInProgress):
+		case errors.Is(err, helmspec.ErrOperationInProgress):
 			return nil, wait(rt, fmt.Sprintf("%s: %v", what, err))
 		case errclass.IsTerminal(err):
 			return nil, fail(ctx, rt, fmt.Sprintf("%s: %v", what, err))
@@ -226,7 +216,7 @@ func (h helmProvider) install(ctx context.Context, params map[string]any, rt pro
 		res, err := h.c.Ensure(ctx, req)
 		switch {
 		case err == nil:
-		case res.Action == helm.ActionPending || errors.Is(err, helm.ErrOperationInProgress):
+		case res.Action == helmspec.ActionPending || errors.Is(err, helmspec.ErrOperationInProgress):
 			return nil, wait(rt, fmt.Sprintf("%s: %v", what, err))
 		case errclass.IsTerminal(err):
 			return nil, fail(ctx, rt, fmt.Sprintf("%s: %v", what, err))
@@ -284,7 +274,7 @@ func (h helmProvider) uninstall(ctx context.Context, p helmUninstallParams, rt p
 	if err := checkReleaseScope(ctx, p.Cluster, ns, p.Release.Name); err != nil {
 		return nil, fail(ctx, rt, fmt.Sprintf("%s: %v", what, err))
 	}
-	var res helm.Result
+	var res helmspec.Result
 	var err error
 	if owner, ok := runOwner(rt); ok {
 		// In an Application's workflow, only a release the Application

@@ -30,13 +30,13 @@ import (
 
 // countingReleases counts the Helm operations the resource keeper asks for.
 type countingReleases struct {
-	resourcekeeper.HelmClient
+	helmspec.Releases
 	ensures atomic.Int32
 }
 
-func (c *countingReleases) Ensure(ctx context.Context, req helmspec.Request) (helm.Result, error) {
+func (c *countingReleases) Ensure(ctx context.Context, req helmspec.Request) (helmspec.Result, error) {
 	c.ensures.Add(1)
-	return c.HelmClient.Ensure(ctx, req)
+	return c.Releases.Ensure(ctx, req)
 }
 
 // helmComponentDeployer deploys one `helm` component the way the
@@ -99,7 +99,7 @@ func TestHelmComponentThatDoesNotRenderFailsAtOnce(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", "..", "charts", "testdata"))
 	require.NoError(t, err)
 	hc := helm.NewClient(helm.NewFactory(helm.SingleCluster(e.Config)), helm.NewFetcher(e.Client, helm.WithChartRoot(root)), e.Client)
-	counted := &countingReleases{HelmClient: hc}
+	counted := &countingReleases{Releases: hc}
 	events := record.NewFakeRecorder(10)
 	releases := resourcekeeper.NewHelmReleases(counted, resourcekeeper.WithReleaseEvents(events, e.Client))
 

@@ -23,39 +23,39 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/errclass"
-	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/render"
 )
 
 var updateHelmGolden = flag.Bool("update-helm", false, "rewrite testdata/helm-install/*.golden.yaml from the current output")
 
-// helmStub is a HelmClient recording its calls; status answers Status.
+// helmStub is a helmspec.Releases recording its calls; status answers Status.
 type helmStub struct {
-	mu         sync.Mutex
-	ensured    []helmspec.Request
-	statuses   []helmspec.Request
-	uninstalls []string
-	templates  []helmspec.Request
-	status     func(n int) helmspec.Health
-	ensureErr  error
+	helmspec.Releases // methods the provider must not call panic on the nil interface
+	mu                sync.Mutex
+	ensured           []helmspec.Request
+	statuses          []helmspec.Request
+	uninstalls        []string
+	templates         []helmspec.Request
+	status            func(n int) helmspec.Health
+	ensureErr         error
 }
 
-func (s *helmStub) Ensure(_ context.Context, req helmspec.Request) (helm.Result, error) {
+func (s *helmStub) Ensure(_ context.Context, req helmspec.Request) (helmspec.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ensured = append(s.ensured, req)
-	return helm.Result{Action: helm.ActionInstalled}, s.ensureErr
+	return helmspec.Result{Action: helmspec.ActionInstalled}, s.ensureErr
 }
 
-func (s *helmStub) Uninstall(_ context.Context, cluster, namespace, name string, opts helmspec.Options) (helm.Result, error) {
+func (s *helmStub) Uninstall(_ context.Context, cluster, namespace, name string, opts helmspec.Options) (helmspec.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.uninstalls = append(s.uninstalls, fmt.Sprintf("%s/%s/%s timeout=%s", cluster, namespace, name, opts.Timeout))
-	return helm.Result{Action: helm.ActionUninstalled}, nil
+	return helmspec.Result{Action: helmspec.ActionUninstalled}, nil
 }
 
-func (s *helmStub) UninstallOwned(ctx context.Context, cluster, namespace, name string, _ helmspec.Owner, opts helmspec.Options) (helm.Result, error) {
+func (s *helmStub) UninstallOwned(ctx context.Context, cluster, namespace, name string, _ helmspec.Owner, opts helmspec.Options) (helmspec.Result, error) {
 	return s.Uninstall(ctx, cluster, namespace, name, opts)
 }
 
@@ -111,7 +111,7 @@ func (d *releaseDeployer) Apply(_ context.Context, cluster string, objs []*unstr
 
 // helmHarness runs a one-step workflow with the engine serving vela/helm
 // from stub (nil: not configured) and d as the Deployer.
-func helmHarness(t *testing.T, step *appfile.WorkflowStep, stub HelmClient, d Deployer, extra map[string]string) *harness {
+func helmHarness(t *testing.T, step *appfile.WorkflowStep, stub helmspec.Releases, d Deployer, extra map[string]string) *harness {
 	t.Helper()
 	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{step}}
 	h := newHarness(t, wf, Options{DefaultStepTimeout: time.Minute, Helm: stub})
@@ -188,7 +188,7 @@ func TestHelmInstallStep(t *testing.T) {
 			props: simple, applyErr: fmt.Errorf("HelmRelease default/web: %w", &helmspec.ChartError{Err: errors.New("GET https://charts.example/index.yaml: connection refused")}),
 			wantPhase: failed, wantReason: wftypes.StatusReasonExecute, wantMessage: "connection refused"},
 		{reason: "an operation in progress makes it wait",
-			props: simple, applyErr: fmt.Errorf("release default/web is pending-upgrade: %w", helm.ErrOperationInProgress),
+			props: simple, applyErr: fmt.Errorf("release default/web is pending-upgrade: %w", helmspec.ErrOperationInProgress),
 			wantPhase: running, wantMessage: "another operation on the release is in progress"},
 		{reason: "without a Helm client the step fails saying so",
 			props: simple, noHelm: true, wantPhase: failed, wantMessage: "no Helm client configured"},
@@ -196,7 +196,7 @@ func TestHelmInstallStep(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			stub := &helmStub{status: tc.status}
-			var hc HelmClient = stub
+			var hc helmspec.Releases = stub
 			if tc.noHelm {
 				hc = nil
 			}
