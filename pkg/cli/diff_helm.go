@@ -48,10 +48,10 @@ func (o *diffOptions) helmDiff(ctx context.Context, c client.Client, hub client.
 	}
 	list := &corev1.SecretList{}
 	if err := c.List(ctx, list, client.InNamespace(spec.Release.Namespace),
-		client.MatchingLabels{helmLabelOwner: helmOwner, helmLabelName: spec.Release.Name}); err != nil {
+		client.MatchingLabels(helmspec.RecordLabels(spec.Release.Name))); err != nil {
 		return ref, fmt.Errorf("listing the records of Helm release %s/%s: %w", spec.Release.Namespace, spec.Release.Name, err)
 	}
-	rec := latestHelmRecord(list.Items)
+	rec := helmspec.LatestRecord(list.Items)
 	if rec == nil {
 		od.Action = actionCreate
 		od.Diff = prefixLines(manifestText(objs), "+ ")
@@ -62,11 +62,11 @@ func (o *diffOptions) helmDiff(ctx context.Context, c client.Client, hub client.
 		od.Message = fmt.Sprintf("Helm release %s/%s belongs to Application %s", spec.Release.Namespace, spec.Release.Name, owner)
 		return ref, nil
 	}
-	hr, err := decodeHelmRelease(rec.Data[helmReleaseKey])
+	hr, err := helmspec.DecodeRecord(rec)
 	if err != nil {
-		return ref, fmt.Errorf("Helm release record Secret %s/%s: %w", rec.Namespace, rec.Name, err)
+		return ref, err
 	}
-	live, err := manifestObjects(hr.Manifest)
+	live, err := helmspec.ParseManifest(hr.Manifest)
 	if err != nil {
 		return ref, fmt.Errorf("manifest of Helm release %s/%s revision %d: %w", spec.Release.Namespace, spec.Release.Name, hr.Version, err)
 	}

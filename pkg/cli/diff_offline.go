@@ -48,7 +48,7 @@ func readLiveObjects(paths []string) ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, userErrorf("--live: %v", err)
 		}
-		objs, err := manifestObjects(string(data))
+		objs, err := helmspec.ParseManifest(string(data))
 		if err != nil {
 			return nil, userErrorf("--live %s: %v", f, err)
 		}

@@ -396,10 +396,10 @@ func (e *diffEnv) helmRecord(t *testing.T, msg string) {
 	require.NoError(t, zw.Close())
 	rec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.web.v1", Namespace: "default", Labels: map[string]string{
-			helmLabelOwner: helmOwner, helmLabelName: "web", helmLabelStatus: helmStatusDeployed, helmLabelVersion: "1",
+			helmspec.RecordLabelOwner: helmspec.RecordOwner, helmspec.RecordLabelName: "web", helmspec.RecordLabelStatus: "deployed", helmspec.RecordLabelVersion: "1",
 			helmspec.LabelOwnerName: "store", helmspec.LabelOwnerNamespace: "default"}},
 		Type: "helm.sh/release.v1",
-		Data: map[string][]byte{helmReleaseKey: []byte(base64.StdEncoding.EncodeToString(gz.Bytes()))},
+		Data: map[string][]byte{helmspec.RecordDataKey: []byte(base64.StdEncoding.EncodeToString(gz.Bytes()))},
 	}
 	require.NoError(t, e.hub.Client.Create(ctx, rec))
 }
