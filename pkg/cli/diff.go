@@ -9,11 +9,13 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
@@ -181,6 +183,8 @@ func (o *diffOptions) run(ctx context.Context, stdin io.Reader, out, errOut io.W
 	default:
 		return 0, userErrorf("--output must be text, json or yaml, not %q", o.output)
 	}
+	// The Keeper logs what the controller would log; diff reports instead.
+	ctx = logf.IntoContext(ctx, logr.Discard())
 	var rep *diffReport
 	if o.offline {
 		if len(o.live) == 0 {

@@ -46,7 +46,7 @@ func runOamflow(t *testing.T, args ...string) (stdout, stderr string, code int) 
 	return out.String(), errOut.String(), code
 }
 
-func writeFile(t *testing.T, dir, name, content string) string {
+func writeFile(t testing.TB, dir, name, content string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
@@ -240,6 +242,7 @@ func (o *upOptions) confirmPlan(ctx context.Context, c client.Client, cfg *rest.
 	if err != nil {
 		return false, err
 	}
+	ctx = logf.IntoContext(ctx, logr.Discard())
 	d := &diffOptions{global: o.global, output: "text", budgets: o.budgets, parallel: defaultDiffParallel}
 	changes := false
 	for _, app := range apps {

@@ -26,7 +26,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/testing/envtest"
 )
 
-func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
+func writeKubeconfig(t testing.TB, cfg *rest.Config) string {
 	t.Helper()
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
