@@ -69,7 +69,9 @@ The Application of the -f files (with the definitions, Policy and Workflow
 objects in the same files, as ` + "`up`" + ` reads them) is validated as ` + "`up`" + `
 validates it, then rendered as the controller renders it: each deploy and
 apply-component step of its workflow, topology and override policies per
-target cluster. Every object goes through the controller's own apply plan
+target cluster (a step with an if condition is planned too, and its
+changes say "only if step S runs": diff does not decide conditions). Every
+object goes through the controller's own apply plan
 (ownership, adoption, shared-resource, read-only and apply-once policies)
 and is sent to its cluster as a server-side apply dry run (dryRun=All)
 with the controller's field manager "oamflow", so that defaulting,
@@ -161,6 +163,39 @@ type diffItem struct {
 	step      string
 	component string
 	obj       *unstructured.Unstructured
+	// cond is the step's if condition (its group's too), when the step
+	// may not run.
+	cond string
+}
+
+// stepConditions maps each step and sub-step of af's workflow to the if
+// conditions it runs under (a group's and its own), "" when it always
+// runs.
+func stepConditions(af *appfile.AppFile) map[string]string {
+	out := map[string]string{}
+	if af.Workflow == nil {
+		return out
+	}
+	cond := func(c string) string {
+		if c == "" || c == "always" {
+			return ""
+		}
+		return c
+	}
+	for _, s := range af.Workflow.Steps {
+		out[s.Name] = cond(s.If)
+		for _, sub := range s.SubSteps {
+			c := cond(sub.If)
+			switch {
+			case out[s.Name] != "" && c != "":
+				c = out[s.Name] + " and " + c
+			case out[s.Name] != "":
+				c = out[s.Name]
+			}
+			out[sub.Name] = c
+		}
+	}
+	return out
 }
 
 // diffInput is what to compare: the Application, its parsed form, the
@@ -322,6 +357,7 @@ func (o *diffOptions) render(ctx context.Context, hub client.Client, reg *multic
 		return nil, asUserError(err)
 	}
 	di := &diffInput{app: app, af: af, revision: n, items: map[string][]diffItem{}}
+	conds := stepConditions(af)
 	index := map[string]int{}
 	for _, p := range plans {
 		for _, w := range p.Warnings {
@@ -355,7 +391,7 @@ func (o *diffOptions) render(ctx context.Context, hub client.Client, reg *multic
 				// The same object deployed by several steps: the last
 				// write is what stays.
 				key := cl + "|" + objectKey(r.Object)
-				it := diffItem{step: p.Step, component: r.Component, obj: r.Object}
+				it := diffItem{step: p.Step, component: r.Component, obj: r.Object, cond: conds[p.Step]}
 				if i, ok := index[key]; ok {
 					di.items[cl][i] = it
 					continue
@@ -578,15 +614,30 @@ func (o *diffOptions) compareCluster(ctx context.Context, k *resourcekeeper.Keep
 			od.Action, od.Diff, od.Message, od.Owner = r.helm.Action, r.helm.Diff, r.helm.Message, r.helm.Owner
 			od.Namespace, od.Name = r.helm.Namespace, r.helm.Name
 			cd.desired = append(cd.desired, r.ref)
+			noteCondition(&od, it)
 			cd.Objects = append(cd.Objects, od)
 			continue
 		}
 		od.Namespace = r.ch.Object.Namespace
 		cd.desired = append(cd.desired, r.ch.Object)
 		classify(&od, r.ch)
+		noteCondition(&od, it)
 		cd.Objects = append(cd.Objects, od)
 	}
 	return cd, nil
+}
+
+// noteCondition notes on a change that its step runs only under an if
+// condition, which diff does not decide.
+func noteCondition(od *diffEntry, it diffItem) {
+	if it.cond == "" || od.Action == actionUnchanged {
+		return
+	}
+	note := fmt.Sprintf("only if step %s runs (if: %s; not decided by diff)", it.step, it.cond)
+	if od.Message != "" {
+		note = od.Message + "; " + note
+	}
+	od.Message = note
 }
 
 // isUnreachable reports whether err says a cluster did not answer (as

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -71,7 +72,8 @@ func BenchmarkDiff20Components3Clusters(b *testing.B) {
 			root.SetArgs([]string{"diff", "-f", file, "--kubeconfig", kubeconfig})
 			err := root.ExecuteContext(ctx)
 			code := ExitOK
-			if ee, ok := err.(*ExitError); ok {
+			var ee *ExitError
+			if errors.As(err, &ee) {
 				code = ee.Code
 			} else if err != nil {
 				b.Fatal(err, errOut.String())

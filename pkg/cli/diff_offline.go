@@ -128,6 +128,7 @@ func compareOffline(di *diffInput, live []*unstructured.Unstructured) (*diffRepo
 					od.Action = actionUnchanged
 				}
 			}
+			noteCondition(&od, it)
 			cd.Objects = append(cd.Objects, od)
 		}
 	}
