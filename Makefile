@@ -12,6 +12,9 @@ LDFLAGS     := -X github.com/oamflow/oamflow/pkg/cli.Version=$(VERSION)
 CONTROLLER_GEN := $(BIN)/controller-gen
 GOLANGCI_LINT  := $(BIN)/golangci-lint
 CRD_DIR     := charts/oamflow/crds
+# The image's tag is the chart's appVersion, the tag its values default to.
+IMAGE_TAG   ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' charts/oamflow/Chart.yaml)
+IMAGE_FLAGS ?=
 # Packages whose tests need no build tag; e2e tests carry the `e2e` tag.
 PKGS        ?= ./...
 TEST_FLAGS  ?= -count=1 -timeout 30m
@@ -62,6 +65,15 @@ vet: ## Run go vet (including e2e files).
 build: ## Build bin/oamflow (CLI) and bin/oamflow-controller (manager).
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/oamflow ./cmd/oamflow
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/oamflow-controller ./cmd/oamflow-controller
+
+.PHONY: image
+image: ## Build the oamflow-controller image offline (no Docker): bin/image/oci (OCI layout, linux/amd64+arm64 index), bin/image/*.tar (docker load), bin/image/digest. Same commit, same digest.
+	$(GO) run ./hack/image -out $(BIN)/image $(IMAGE_FLAGS)
+
+.PHONY: image-push
+image-push: ## Push bin/image/oci to $(REGISTRY)/oamflow-controller:<tag> (credentials from ~/.docker/config.json); run make image first.
+	@test -n "$(REGISTRY)" || { echo "REGISTRY=host[:port][/path] is required" >&2; exit 1; }
+	$(GO) run ./hack/image -out $(BIN)/image -push $(REGISTRY)/oamflow-controller:$(IMAGE_TAG)
 
 .PHONY: k8s-binaries
 k8s-binaries: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, kwokctl into bin/k8s (once; ~15 min the first time).

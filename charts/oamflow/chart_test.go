@@ -290,3 +290,45 @@ func TestLockdownRBAC(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "tenancy.lockdown and rbac.clusterAdmin exclude each other")
 }
+
+// TestImageReference: the default image is what `make image` tags
+// (repository:appVersion); a digest pins it; a malformed digest is refused.
+func TestImageReference(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	cases := []struct {
+		reason string
+		values map[string]any
+		want   string
+		err    string
+	}{
+		{reason: "defaults", want: "ghcr.io/oamflow/oamflow-controller:0.1.0"},
+		{reason: "own registry and tag", values: map[string]any{"image": map[string]any{"repository": "registry.example/oamflow-controller", "tag": "dev"}},
+			want: "registry.example/oamflow-controller:dev"},
+		{reason: "digest pinning", values: map[string]any{"image": map[string]any{"digest": digest}},
+			want: "ghcr.io/oamflow/oamflow-controller:0.1.0@" + digest},
+		{reason: "digest without algorithm", values: map[string]any{"image": map[string]any{"digest": strings.Repeat("ab", 32)}},
+			err: "image.digest must be sha256:<hex>"},
+	}
+	for _, c := range cases {
+		t.Run(c.reason, func(t *testing.T) {
+			objs, err := renderErr(c.values)
+			if c.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), c.err)
+				return
+			}
+			require.NoError(t, err)
+			var images []string
+			for _, obj := range objs {
+				if obj.GetKind() != "Deployment" {
+					continue
+				}
+				containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+				for _, ctr := range containers {
+					images = append(images, ctr.(map[string]any)["image"].(string))
+				}
+			}
+			assert.Equal(t, []string{c.want}, images)
+		})
+	}
+}
