@@ -36,8 +36,12 @@ var valueSets = []struct {
 	}},
 	{"webhook off", map[string]any{"webhook": map[string]any{"enabled": false}}},
 	{"lockdown", lockdownValues},
+	{"sharding", shardingValues},
+	{"sharding, the master takes a share, no webhook", map[string]any{"sharding": map[string]any{"enabled": true, "shards": []any{"master", "s1"}}, "webhook": map[string]any{"enabled": false}}},
 	{"lockdown with cross-namespace resources", map[string]any{"tenancy": map[string]any{"lockdown": true, "defaultServiceAccount": "deployer", "allowCrossNamespaceResources": true}}},
 }
+
+var shardingValues = map[string]any{"sharding": map[string]any{"enabled": true}}
 
 var lockdownValues = map[string]any{"tenancy": map[string]any{"lockdown": true}}
 
@@ -110,7 +114,12 @@ func TestTemplateValidatesOnAPIServer(t *testing.T) {
 				err := c.Create(ctx, obj.DeepCopy(), client.DryRunAll)
 				assert.NoError(t, err, "%s %s", obj.GetKind(), obj.GetName())
 			}
-			assert.Equal(t, 1, kinds["Deployment"])
+			// The master's, and one per other shard.
+			deployments := map[string]int{"sharding": 3, "sharding, the master takes a share, no webhook": 2}[vs.reason]
+			if deployments == 0 {
+				deployments = 1
+			}
+			assert.Equal(t, deployments, kinds["Deployment"])
 			assert.Equal(t, 1, kinds["ServiceAccount"])
 			if vs.reason == "defaults" {
 				assert.Equal(t, 1, kinds["ValidatingWebhookConfiguration"])
@@ -331,4 +340,69 @@ func TestImageReference(t *testing.T) {
 			assert.Equal(t, []string{c.want}, images)
 		})
 	}
+}
+
+// TestShardingDeployments: with sharding, the master's Deployment runs
+// --shard-id=master and schedules over sharding.shards; each other shard
+// has its own Deployment that serves no webhook; the Pods carry
+// controller.core.oam.dev/shard-id; the Service (webhook traffic) selects
+// the master's Pods only and no two Deployments select the same Pods.
+func TestShardingDeployments(t *testing.T) {
+	deps := map[string]*unstructured.Unstructured{}
+	var svcSelector map[string]string
+	for _, obj := range render(t, shardingValues) {
+		switch obj.GetKind() {
+		case "Deployment":
+			deps[obj.GetName()] = obj
+		case "Service":
+			svcSelector, _, _ = unstructured.NestedStringMap(obj.Object, "spec", "selector")
+		}
+	}
+	want := map[string][]string{
+		"oamflow-controller":         {"--enable-sharding", "--shard-id=master", "--schedulable-shards=shard-0,shard-1", "--webhook=true", "--leader-elect=true"},
+		"oamflow-controller-shard-0": {"--enable-sharding", "--shard-id=shard-0", "--webhook=false", "--leader-elect=true"},
+		"oamflow-controller-shard-1": {"--enable-sharding", "--shard-id=shard-1", "--webhook=false", "--leader-elect=true"},
+	}
+	require.Len(t, deps, len(want))
+	podLabels := map[string]map[string]string{}
+	for name, args := range want {
+		dep := deps[name]
+		require.NotNil(t, dep, name)
+		containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+		var got []string
+		for _, a := range containers[0].(map[string]any)["args"].([]any) {
+			got = append(got, a.(string))
+		}
+		for _, a := range args {
+			assert.Contains(t, got, a, name)
+		}
+		if name != "oamflow-controller" {
+			assert.NotContains(t, strings.Join(got, " "), "--schedulable-shards", name)
+		}
+		labels, _, _ := unstructured.NestedStringMap(dep.Object, "spec", "template", "metadata", "labels")
+		podLabels[name] = labels
+		shard := "master"
+		if name != "oamflow-controller" {
+			shard = strings.TrimPrefix(name, "oamflow-controller-")
+		}
+		assert.Equal(t, shard, labels["controller.core.oam.dev/shard-id"], name)
+	}
+	for name, dep := range deps {
+		sel, _, _ := unstructured.NestedStringMap(dep.Object, "spec", "selector", "matchLabels")
+		for other, labels := range podLabels {
+			assert.Equal(t, name == other, selects(sel, labels), "Deployment %s selects the Pods of %s", name, other)
+		}
+		assert.Equal(t, name == "oamflow-controller", selects(svcSelector, podLabels[name]), "the Service selects the Pods of %s", name)
+	}
+	_, err := renderErr(map[string]any{"sharding": map[string]any{"enabled": true}, "leaderElection": map[string]any{"enabled": false}})
+	assert.ErrorContains(t, err, "sharding.enabled needs leaderElection.enabled")
+}
+
+func selects(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return len(selector) > 0
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/egress"
 	"github.com/oamflow/oamflow/pkg/manager"
+	"github.com/oamflow/oamflow/pkg/sharding"
 	"github.com/oamflow/oamflow/pkg/workflow"
 )
 
@@ -67,6 +68,16 @@ func bindFlags(fs *flag.FlagSet, o *manager.Options) {
 	fs.StringVar(&o.Tenancy.DefaultServiceAccount, "default-service-account", "", "lockdown: ServiceAccount, in each Application's namespace, that Applications without the app.oam.dev/service-account-name annotation act as (a namespace without it deploys nothing); empty: such Applications act as the controller itself (single-tenant mode)")
 	fs.Var(optionalBool{&o.Tenancy.AllowCrossNamespace}, "allow-cross-namespace-resources", "let Applications read and write other namespaces than their own (and, on member clusters, their topology's) and cluster-scoped objects (default: false with --default-service-account, true without)")
 	fs.Var(optionalBool{&o.Tenancy.AllowCrossNamespace}, "allow-cross-namespace-resource", "KubeVela's name of --allow-cross-namespace-resources")
+	fs.BoolVar(&o.Sharding.Enabled, "enable-sharding", false, "run as one shard of several controllers (KubeVela's scheme): reconcile only the Applications labelled "+sharding.LabelScheduledShardID+"=<--shard-id>; needs --leader-elect (each shard holds its own Lease)")
+	fs.StringVar(&o.Sharding.ShardID, "shard-id", sharding.MasterShardID, "this controller's shard with --enable-sharding; the master shard also serves the webhooks, labels new Applications with a shard and tells Applications whose shard does not run")
+	fs.Func("schedulable-shards", "shards the master assigns new Applications to, round-robin, comma-separated (empty: the shards whose Lease is held, the master excepted)", func(v string) error {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				o.Sharding.SchedulableShards = append(o.Sharding.SchedulableShards, s)
+			}
+		}
+		return nil
+	})
 	w, dw := &o.Webhook, d.Webhook
 	// The binary serves the webhook by default (manager.DefaultOptions,
 	// used by tests embedding the controller, does not).

@@ -57,6 +57,22 @@ func TestFlags(t *testing.T) {
 			assert.Zero(t, o.DefaultStepTimeout)
 			assert.True(t, o.LeaderElect)
 		}, ""},
+		{"sharding off by default, the master shard", nil, func(t *testing.T, o manager.Options) {
+			assert.False(t, o.Sharding.Enabled)
+			assert.Equal(t, "master", o.Sharding.ID())
+		}, ""},
+		{"a shard (KubeVela's flags)", []string{"--enable-sharding", "--shard-id=shard-0", "--leader-elect"}, func(t *testing.T, o manager.Options) {
+			assert.True(t, o.Sharding.Enabled)
+			assert.Equal(t, "shard-0", o.Sharding.ID())
+			assert.False(t, o.Sharding.IsMaster())
+		}, ""},
+		{"the master with schedulable shards", []string{"--enable-sharding", "--schedulable-shards=shard-0, shard-1", "--schedulable-shards=shard-2", "--leader-elect"}, func(t *testing.T, o manager.Options) {
+			assert.True(t, o.Sharding.IsMaster())
+			assert.Equal(t, []string{"shard-0", "shard-1", "shard-2"}, o.Sharding.SchedulableShards)
+		}, ""},
+		{"sharding without leader election", []string{"--enable-sharding", "--shard-id=shard-0"}, nil, "--enable-sharding needs --leader-elect"},
+		{"a shard id that is no label value", []string{"--enable-sharding", "--shard-id=shard 0", "--leader-elect"}, nil, `--shard-id "shard 0" is not a label value`},
+		{"a schedulable shard listed twice", []string{"--enable-sharding", "--schedulable-shards=a,a", "--leader-elect"}, nil, `--schedulable-shards: "a" is listed twice`},
 		{"single-tenant by default, cross-namespace allowed", nil, func(t *testing.T, o manager.Options) {
 			assert.False(t, o.Tenancy.Lockdown())
 			assert.Nil(t, o.Tenancy.AllowCrossNamespace)

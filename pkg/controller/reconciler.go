@@ -44,6 +44,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/revision"
+	"github.com/oamflow/oamflow/pkg/sharding"
 	"github.com/oamflow/oamflow/pkg/tenancy"
 	"github.com/oamflow/oamflow/pkg/workflow"
 )
@@ -76,6 +77,10 @@ type Options struct {
 	// where it may act (package tenancy); the zero value is single-tenant
 	// mode, as before tenancy existed.
 	Tenancy tenancy.Config
+	// Shard is the shard this controller reconciles (package sharding;
+	// the manager's cache holds only its Applications): it says so in
+	// each Application's Scheduled condition. Empty: no sharding.
+	Shard string
 }
 
 // Option injects a dependency.
@@ -343,6 +348,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	}
 	s.before = app.DeepCopy()
+	if r.opts.Shard != "" {
+		c := sharding.Running(r.opts.Shard)
+		setCondition(app, c.Type, true, c.Reason, c.Message)
+	}
 	s.engine = <-r.engines
 	defer func() { r.engines <- s.engine }()
 	ctx = appfile.WithEngine(ctx, s.engine)
@@ -529,6 +538,16 @@ func (r *Reconciler) revision(ctx context.Context, s *scope) error {
 	if err != nil {
 		setRevisionCondition(app, "", false, "", err)
 		return err
+	}
+	if !created && sharding.Propagate(app, s.rev.DeepCopy()) {
+		// The Application moved to this shard (or out of sharding): its
+		// revisions and trackers follow, nothing else changes.
+		if err := sharding.Relabel(ctx, r.direct, app); err != nil {
+			setRevisionCondition(app, "", false, "", err)
+			return err
+		}
+		sharding.Propagate(app, s.rev)
+		s.log.Info("took over the Application's revisions and trackers", "shard", app.Labels[sharding.LabelScheduledShardID])
 	}
 	s.revNum = n
 	app.Status.LatestRevision = &common.Revision{Name: s.rev.Name, Revision: n, RevisionHash: s.rev.Labels[v1beta1.LabelAppRevisionHash]}

@@ -42,6 +42,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/revision"
+	"github.com/oamflow/oamflow/pkg/sharding"
 	"github.com/oamflow/oamflow/pkg/tenancy"
 	oamwebhook "github.com/oamflow/oamflow/pkg/webhook"
 	"github.com/oamflow/oamflow/pkg/workflow"
@@ -98,6 +99,13 @@ type Options struct {
 	// Tenancy: who the controller acts as for Applications, and where they
 	// may act (--default-service-account, --allow-cross-namespace-resources).
 	Tenancy tenancy.Config
+	// Sharding splits Applications between controllers (package sharding:
+	// --enable-sharding, --shard-id, --schedulable-shards). A shard other
+	// than the master serves no webhook; every shard needs LeaderElect.
+	Sharding sharding.Config
+	// ShardingInterval is how often the master looks at the shards
+	// (sharding.DefaultInterval when 0; not a flag, tests shorten it).
+	ShardingInterval time.Duration
 	// ControllerOptions are applied after the manager's own options to
 	// the Application controller (controller.New): a seam for tests and
 	// embedders, not a flag.
@@ -229,6 +237,12 @@ func (o *Options) Validate() error {
 	if err := o.Tenancy.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := o.Sharding.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.Sharding.Enabled && !o.LeaderElect {
+		errs = append(errs, errors.New("--enable-sharding needs --leader-elect: a shard runs while it holds its own Lease, which the master reads"))
+	}
 	if w := o.Webhook; w.Enabled {
 		if w.Port < 1 || w.Port > 65535 {
 			errs = append(errs, fmt.Errorf("--webhook-port must be a port number, got %d", w.Port))
@@ -280,6 +294,25 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		leNS = o.SystemNamespace
 	}
 	resync := o.ResyncPeriod
+	shard := o.Sharding
+	leaderID := o.LeaderElectionID
+	cacheOpts := cache.Options{SyncPeriod: &resync}
+	if shard.Enabled {
+		leaderID = sharding.LeaseName(o.LeaderElectionID, shard.ID())
+		if !shard.IsMaster() && o.Webhook.Enabled {
+			log.Info("the admission webhooks are served by the master shard only: not serving them", "shard", shard.ID())
+			o.Webhook.Enabled = false
+		}
+		// This shard caches its own Applications (and, should they ever be
+		// cached, their revisions and trackers) only: its memory grows with
+		// its shard, not the fleet.
+		sel := shard.Selector()
+		cacheOpts.ByObject = map[client.Object]cache.ByObject{
+			&v1beta1.Application{}:         {Label: sel},
+			&v1beta1.ApplicationRevision{}: {Label: sel},
+			&v1beta1.ResourceTracker{}:     {Label: sel},
+		}
+	}
 	var certs *oamwebhook.CertHolder
 	var webhookServer webhook.Server
 	if o.Webhook.Enabled {
@@ -302,7 +335,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        o.LeaderElectionID,
+		LeaderElectionID:        leaderID,
 		LeaderElectionNamespace: leNS,
 		// A stopping leader hands over at once instead of after the lease
 		// expires; Run returns only after every reconcile has ended.
@@ -310,7 +343,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		LeaseDuration:                 durationOrNil(o.LeaseDuration),
 		RenewDeadline:                 durationOrNil(o.RenewDeadline),
 		RetryPeriod:                   durationOrNil(o.RetryPeriod),
-		Cache:                         cache.Options{SyncPeriod: &resync},
+		Cache:                         cacheOpts,
 		// Tests run several managers one after another in one process;
 		// each manager has one controller per kind, so the process-wide
 		// unique-name check only gets in their way.
@@ -398,6 +431,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			Budgets:          o.Budgets,
 			Abandoned:        abandoned,
 			Tenancy:          o.Tenancy,
+			Shard:            shardName(shard),
 		},
 		append([]controller.Option{
 			controller.WithClusterClients(appClients),
@@ -416,16 +450,27 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
+	var scheduler *sharding.Scheduler
+	if shard.Enabled && shard.IsMaster() {
+		scheduler = sharding.NewScheduler(shard.SchedulableShards)
+		if err := mgr.Add(&sharding.Supervisor{Client: direct, Scheduler: scheduler, LeaseNamespace: leNS,
+			LeaseBase: o.LeaderElectionID, Interval: o.ShardingInterval}); err != nil {
+			return err
+		}
+	}
 	if o.Webhook.Enabled {
 		sources := oamwebhook.SourceFactoryFn(func(ns string) appfile.DefinitionSource {
 			return appfile.Chain(appfile.NewClusterSource(mgr.GetClient(), ns, o.SystemNamespace), builtins)
 		})
-		if err := setupWebhook(ctx, mgr, direct, certs, sources, clusters, abandoned, o); err != nil {
+		if err := setupWebhook(ctx, mgr, direct, certs, sources, clusters, abandoned, scheduler, o); err != nil {
 			return err
 		}
 	}
 	log.Info("tenancy "+o.Tenancy.Describe(), "lockdown", o.Tenancy.Lockdown(), "defaultServiceAccount", o.Tenancy.DefaultServiceAccount,
 		"allowCrossNamespaceResources", o.Tenancy.CrossNamespace())
+	if shard.Enabled {
+		log.Info("sharding", "shard", shard.ID(), "master", shard.IsMaster(), "schedulableShards", shard.SchedulableShards, "lease", leaderID)
+	}
 	log.Info("starting", "concurrentReconciles", o.Concurrency, "resyncPeriod", o.ResyncPeriod.String(),
 		"systemNamespace", o.SystemNamespace, "leaderElection", o.LeaderElect, "defaultStepTimeout", o.DefaultStepTimeout.String())
 	return mgr.Start(ctx)
@@ -449,4 +494,12 @@ func durationOrNil(d time.Duration) *time.Duration {
 		return nil
 	}
 	return &d
+}
+
+// shardName is the shard the controller reconciles, "" without sharding.
+func shardName(c sharding.Config) string {
+	if !c.Enabled {
+		return ""
+	}
+	return c.ID()
 }

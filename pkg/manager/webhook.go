@@ -21,6 +21,7 @@ import (
 
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/cuex"
+	"github.com/oamflow/oamflow/pkg/sharding"
 	oamwebhook "github.com/oamflow/oamflow/pkg/webhook"
 )
 
@@ -32,7 +33,7 @@ import (
 // registration waits until the webhook server answers; renewal, restoring
 // a registration that was deleted or changed, and the removal of a URL
 // registration on shutdown run with the manager.
-func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, certs *oamwebhook.CertHolder, sources oamwebhook.SourceFactory, topologies appfile.Clusters, abandoned *cuex.Abandoned, o Options) error {
+func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, certs *oamwebhook.CertHolder, sources oamwebhook.SourceFactory, topologies appfile.Clusters, abandoned *cuex.Abandoned, scheduler *sharding.Scheduler, o Options) error {
 	w := o.Webhook
 	srv := mgr.GetWebhookServer()
 	apps := oamwebhook.NewApplicationValidator(sources, topologies)
@@ -41,7 +42,7 @@ func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, c
 	apps.Identity = &oamwebhook.IdentityChecker{Tenancy: o.Tenancy, Reviews: direct}
 	srv.Register(oamwebhook.ApplicationPath, &admission.Webhook{Handler: apps})
 	srv.Register(oamwebhook.DefinitionPath, &admission.Webhook{Handler: oamwebhook.NewDefinitionValidator()})
-	srv.Register(oamwebhook.RecorderPath, &admission.Webhook{Handler: &oamwebhook.Recorder{}})
+	srv.Register(oamwebhook.RecorderPath, &admission.Webhook{Handler: &oamwebhook.Recorder{Shards: scheduler}})
 	if err := mgr.AddReadyzCheck("webhook", srv.StartedChecker()); err != nil {
 		return err
 	}

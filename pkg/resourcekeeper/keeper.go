@@ -34,12 +34,14 @@ import (
 	"slices"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/sharding"
 	"github.com/oamflow/oamflow/pkg/tenancy"
 )
 
@@ -70,13 +72,16 @@ type Options struct {
 type Keeper struct {
 	appName      string
 	appNamespace string
-	generation   int64
-	revision     int64
-	clients      multicluster.ClusterClients
-	trackers     client.Client
-	policies     Policies
-	deps         map[string][]string
-	releases     ReleaseHandler
+	// shard is the Application's as a one-label object: trackers get its
+	// label (sharding.Propagate).
+	shard      metav1.Object
+	generation int64
+	revision   int64
+	clients    multicluster.ClusterClients
+	trackers   client.Client
+	policies   Policies
+	deps       map[string][]string
+	releases   ReleaseHandler
 	// orphan: the Application carries FinalizerOrphanResource; whatever
 	// is collected is orphaned instead of deleted.
 	orphan bool
@@ -111,6 +116,7 @@ func New(app *v1beta1.Application, revision int64, opts Options) (*Keeper, error
 	return &Keeper{
 		appName:      app.Name,
 		appNamespace: app.Namespace,
+		shard:        &metav1.ObjectMeta{Labels: shardLabels(app)},
 		generation:   app.Generation,
 		revision:     revision,
 		clients:      opts.Clients,
@@ -227,4 +233,12 @@ func (k *Keeper) hub(ctx context.Context) (client.Client, error) {
 		return nil, fmt.Errorf("getting the hub client: %w", err)
 	}
 	return c, nil
+}
+
+// shardLabels is the Application's shard label alone (or none).
+func shardLabels(app *v1beta1.Application) map[string]string {
+	if id, ok := sharding.ScheduledShard(app); ok {
+		return map[string]string{sharding.LabelScheduledShardID: id}
+	}
+	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/sharding"
 )
 
 // VersionedTrackerName is the name of the ResourceTracker of revision N of
@@ -196,6 +197,7 @@ func (k *Keeper) newTracker(typ v1beta1.ResourceTrackerType) *v1beta1.ResourceTr
 		rt.Name = VersionedTrackerName(k.appName, k.appNamespace, k.revision)
 		rt.Labels[v1beta1.LabelAppRevision] = fmt.Sprintf("%s-v%d", k.appName, k.revision)
 	}
+	sharding.Propagate(k.shard, rt)
 	return rt
 }
 
@@ -233,6 +235,7 @@ func (k *Keeper) upsertEntries(ctx context.Context, hub client.Client, typ v1bet
 				rt.Name, rt.Labels[v1beta1.LabelAppNamespace], rt.Labels[v1beta1.LabelAppName], k.ownerKey())
 		}
 		changed := mergeEntries(rt, entries)
+		changed = sharding.Propagate(k.shard, rt) || changed
 		if !changed && !create {
 			return nil
 		}

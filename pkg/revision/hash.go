@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/sharding"
 )
 
 // hashLen is the number of hex digits of a revision hash (64 bits): short
@@ -24,6 +25,26 @@ var ignoredAnnotations = map[string]bool{
 	v1beta1.AnnoRestartWorkflow:                        true,
 }
 
+// relevantLabels drops the shard label (sharding.LabelScheduledShardID):
+// which controller reconciles an Application is not what it deploys, so
+// moving it to another shard neither makes a new revision nor re-runs its
+// workflow.
+func relevantLabels(in map[string]string) map[string]string {
+	if _, ok := in[sharding.LabelScheduledShardID]; !ok {
+		return in
+	}
+	out := map[string]string{}
+	for k, v := range in {
+		if k != sharding.LabelScheduledShardID {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 // appContent is the part of an Application a revision depends on.
 type appContent struct {
 	Labels      map[string]string       `json:"labels,omitempty"`
@@ -32,7 +53,7 @@ type appContent struct {
 }
 
 func contentOf(app *v1beta1.Application) appContent {
-	return appContent{Labels: app.Labels, Annotations: relevantAnnotations(app.Annotations), Spec: app.Spec}
+	return appContent{Labels: relevantLabels(app.Labels), Annotations: relevantAnnotations(app.Annotations), Spec: app.Spec}
 }
 
 // relevantAnnotations drops the operational annotations (ignoredAnnotations).

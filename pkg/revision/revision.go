@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/sharding"
 )
 
 // Name returns the name of revision n of app: "<app>-v<n>".
@@ -51,8 +52,10 @@ func AutoUpdate(app *v1beta1.Application) bool {
 }
 
 // Snapshot builds revision n of app (not yet created): the Application's
-// name, namespace, labels, relevant annotations and spec, the definitions,
-// the labels app.oam.dev/name and app.oam.dev/app-revision-hash, and an
+// name, namespace, labels (but the shard label), relevant annotations and
+// spec, the definitions,
+// the labels app.oam.dev/name and app.oam.dev/app-revision-hash (and the
+// Application's shard label, sharding.Propagate), and an
 // owner reference to the Application (so the API server's garbage collector
 // removes revisions an interrupted deletion left behind).
 func Snapshot(app *v1beta1.Application, defs Definitions, n int64, hash string) *v1beta1.ApplicationRevision {
@@ -61,12 +64,12 @@ func Snapshot(app *v1beta1.Application, defs Definitions, n int64, hash string) 
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        app.Name,
 			Namespace:   app.Namespace,
-			Labels:      app.Labels,
+			Labels:      relevantLabels(app.Labels),
 			Annotations: relevantAnnotations(app.Annotations),
 		},
 		Spec: *app.Spec.DeepCopy(),
 	}
-	return &v1beta1.ApplicationRevision{
+	rev := &v1beta1.ApplicationRevision{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String(), Kind: "ApplicationRevision"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      Name(app.Name, n),
@@ -91,6 +94,8 @@ func Snapshot(app *v1beta1.Application, defs Definitions, n int64, hash string) 
 			WorkflowStepDefinitions: defs.WorkflowSteps,
 		},
 	}
+	sharding.Propagate(app, rev)
+	return rev
 }
 
 // Application returns the Application snapshotted in rev, with the live
@@ -102,5 +107,8 @@ func Application(rev *v1beta1.ApplicationRevision, live *v1beta1.Application) *v
 	app.Generation = live.Generation
 	app.Namespace = live.Namespace
 	app.Name = live.Name
+	// The shard is the live Application's: a revision made by another
+	// shard renders the same (its snapshot leaves the label out).
+	sharding.Propagate(live, app)
 	return app
 }

@@ -11,9 +11,11 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/sharding"
 )
 
 // RecorderPath is where the mutating webhook (Recorder) is served.
@@ -29,7 +31,14 @@ const RecorderPath = "/mutate-core-oam-dev-v1beta1-application"
 // holds as long as the webhook runs. oamflow never acts as the recorded
 // user: it is a record for people (`kubectl get app -o yaml`, audits) and
 // for what the Application's identity is checked against at admission.
-type Recorder struct{}
+//
+// With Shards (the master shard of a sharded controller), it also gives
+// every Application without the label controller.core.oam.dev/scheduled-shard-id
+// a shard (sharding.Scheduler), and an update that drops the label keeps
+// the old one: moving an Application is changing the label's value.
+type Recorder struct {
+	Shards *sharding.Scheduler
+}
 
 // Handle implements admission.Handler.
 func (r *Recorder) Handle(_ context.Context, req admission.Request) admission.Response {
@@ -41,9 +50,9 @@ func (r *Recorder) Handle(_ context.Context, req admission.Request) admission.Re
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the Application: %w", err))
 	}
 	want := writerAnnotations(req.UserInfo)
+	var old decodedMeta
 	if req.Operation == admissionv1.Update {
-		old, err := decodeMeta(req.OldObject.Raw)
-		if err != nil {
+		if old, err = decodeMeta(req.OldObject.Raw); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old Application: %w", err))
 		}
 		if equality.Semantic.DeepEqual(old.Spec, app.Spec) {
@@ -53,7 +62,37 @@ func (r *Recorder) Handle(_ context.Context, req admission.Request) admission.Re
 			}
 		}
 	}
-	return admission.Patched("", annotationPatch(app.Annotations, want)...)
+	ops := annotationPatch(app.Annotations, want)
+	if r.Shards != nil {
+		ops = append(ops, r.shardPatch(old.Labels, app.Labels)...)
+	}
+	return admission.Patched("", ops...)
+}
+
+// shardPatch labels an Application without a shard: the old one's shard
+// on an update that dropped it, else the Scheduler's choice (none when it
+// has no shard to offer: the master's Supervisor tells the Application).
+func (r *Recorder) shardPatch(old, have map[string]string) []jsonpatch.JsonPatchOperation {
+	if have[sharding.LabelScheduledShardID] != "" {
+		return nil
+	}
+	id := old[sharding.LabelScheduledShardID]
+	if id == "" {
+		o := &metav1.ObjectMeta{}
+		var ok bool
+		if id, ok = r.Shards.Schedule(o); !ok {
+			return nil
+		}
+	}
+	if have == nil {
+		return []jsonpatch.JsonPatchOperation{jsonpatch.NewOperation("add", "/metadata/labels", map[string]string{sharding.LabelScheduledShardID: id})}
+	}
+	return []jsonpatch.JsonPatchOperation{jsonpatch.NewOperation("add", "/metadata/labels/"+escapePointer(sharding.LabelScheduledShardID), id)}
+}
+
+// escapePointer escapes a map key for a JSON pointer (RFC 6901).
+func escapePointer(k string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
 // writerAnnotations are the recorded annotations for user.
@@ -87,7 +126,7 @@ func annotationPatch(have map[string]string, want map[string]*string) []jsonpatc
 		return []jsonpatch.JsonPatchOperation{jsonpatch.NewOperation("add", "/metadata/annotations", add)}
 	}
 	for _, k := range keys {
-		path := "/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+		path := "/metadata/annotations/" + escapePointer(k)
 		cur, ok := have[k]
 		switch v := want[k]; {
 		case v == nil && ok:
@@ -106,12 +145,14 @@ func annotationPatch(have map[string]string, want map[string]*string) []jsonpatc
 type appMeta struct {
 	Metadata struct {
 		Annotations map[string]string `json:"annotations"`
+		Labels      map[string]string `json:"labels"`
 	} `json:"metadata"`
 	Spec json.RawMessage `json:"spec"`
 }
 
 type decodedMeta struct {
 	Annotations map[string]string
+	Labels      map[string]string
 	Spec        any
 }
 
@@ -126,5 +167,5 @@ func decodeMeta(raw []byte) (decodedMeta, error) {
 			return decodedMeta{}, err
 		}
 	}
-	return decodedMeta{Annotations: m.Metadata.Annotations, Spec: spec}, nil
+	return decodedMeta{Annotations: m.Metadata.Annotations, Labels: m.Metadata.Labels, Spec: spec}, nil
 }
