@@ -20,6 +20,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/e2e/framework"
 	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/placement"
 )
 
 // TestMultiClusterRegistry is the acceptance test of the cluster registry
@@ -99,7 +100,7 @@ func TestMultiClusterRegistry(t *testing.T) {
 	t.Run("TopologyByLabels", func(t *testing.T) {
 		got, err := reg.ResolvePlacements(ctx, "east-only", map[string]any{"clusterLabelSelector": map[string]any{"region": "east"}, "namespace": "prod"})
 		require.NoError(t, err)
-		assert.Equal(t, []multicluster.Placement{{Cluster: "member-1", Namespace: "prod"}}, got)
+		assert.Equal(t, []placement.Placement{{Cluster: "member-1", Namespace: "prod"}}, got)
 		v, err := reg.ClusterVersion(ctx, "member-2")
 		require.NoError(t, err)
 		assert.Equal(t, 34, v.Minor)

@@ -24,12 +24,12 @@ import (
 	"github.com/oamflow/oamflow/pkg/cuex"
 	"github.com/oamflow/oamflow/pkg/definition"
 	"github.com/oamflow/oamflow/pkg/multicluster"
-	"github.com/oamflow/oamflow/pkg/render"
+	"github.com/oamflow/oamflow/pkg/placement"
 )
 
 // clusterResolver resolves topology clusterLabelSelectors against the
 // clusters registered in the hub (cluster Secrets in oamflow-system).
-func (o *GlobalOptions) clusterResolver() (render.ClusterResolver, error) {
+func (o *GlobalOptions) clusterResolver() (placement.Resolver, error) {
 	c, cfg, err := o.kubeClient()
 	if err != nil {
 		return nil, err

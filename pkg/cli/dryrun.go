@@ -28,6 +28,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/cuex"
 	"github.com/oamflow/oamflow/pkg/definition"
+	"github.com/oamflow/oamflow/pkg/placement"
 	"github.com/oamflow/oamflow/pkg/render"
 )
 
@@ -271,11 +272,11 @@ func (s objectSource) Get(_ context.Context, kind appfile.DefinitionKind, name s
 }
 
 // parseClusterLabels reads --cluster-labels NAME=K=V[,K=V].
-func parseClusterLabels(flags []string) (render.ClusterResolver, error) {
+func parseClusterLabels(flags []string) (placement.Resolver, error) {
 	if len(flags) == 0 {
 		return nil, nil
 	}
-	clusters := render.StaticClusters{}
+	clusters := placement.StaticClusters{}
 	for _, f := range flags {
 		name, rest, ok := strings.Cut(f, "=")
 		if !ok || name == "" {
@@ -451,7 +452,7 @@ type doc struct {
 // dryRunApp validates and renders one Application. Online, the clusters
 // its topology policies name are checked as up, the webhook and the
 // controller check them (resolver is the cluster registry then).
-func dryRunApp(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource, resolver render.ClusterResolver, cv render.ClusterVersion, charts *helmTemplater, errOut io.Writer) ([]doc, error) {
+func dryRunApp(ctx context.Context, app *v1beta1.Application, src appfile.DefinitionSource, resolver placement.Resolver, cv render.ClusterVersion, charts *helmTemplater, errOut io.Writer) ([]doc, error) {
 	clusters, _ := resolver.(appfile.Clusters)
 	af, warnings, err := appfile.Validate(ctx, app, src, clusters)
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/oamflow/oamflow/definitions"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/placement"
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/revision"
@@ -350,7 +351,7 @@ func (o *migrateOptions) checkApp(ctx context.Context, c client.Client, clients 
 		unsupported("%v (oamflow leaves this Application untouched until it is repaired or deleted)", err)
 		return r, nil
 	}
-	resolver, _ := clients.(render.ClusterResolver)
+	resolver, _ := clients.(placement.Resolver)
 	if err := o.preview(ctx, app, af, latest.Name, k, resolver, &r); err != nil {
 		return r, err
 	}
@@ -363,7 +364,7 @@ func (o *migrateOptions) checkApp(ctx context.Context, c client.Client, clients 
 // preview renders every service of app's status where it runs (as the
 // controller's adoption does) and compares what applying it would make of
 // each object with the object as it is.
-func (o *migrateOptions) preview(ctx context.Context, app *v1beta1.Application, af *appfile.AppFile, rev string, k *resourcekeeper.Keeper, resolver render.ClusterResolver, r *appReport) error {
+func (o *migrateOptions) preview(ctx context.Context, app *v1beta1.Application, af *appfile.AppFile, rev string, k *resourcekeeper.Keeper, resolver placement.Resolver, r *appReport) error {
 	pls, _ := render.ServicePlacements(ctx, af, app.Status.Services, resolver)
 	for _, pl := range pls {
 		svc := pl.Service

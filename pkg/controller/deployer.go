@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/oamflow/oamflow/pkg/errclass"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +15,10 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"github.com/oamflow/oamflow/pkg/health"
 	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/placement"
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/tenancy"
@@ -35,7 +36,7 @@ type appDeployer struct {
 	health   HealthChecker
 	// resolver selects clusters by label for topology policies (nil:
 	// selectors cannot be resolved).
-	resolver render.ClusterResolver
+	resolver placement.Resolver
 	// clients read the objects ref-objects components reference.
 	clients multicluster.ClusterClients
 	// prerendered holds the render phase's results for the run's first
@@ -45,6 +46,9 @@ type appDeployer struct {
 	// Warning Events (nil recorder: none).
 	app      *v1beta1.Application
 	recorder record.EventRecorder
+	// keepNamespaces: the deploy target's topology sets createNamespace:
+	// false; a missing namespace is waited for instead of created.
+	keepNamespaces bool
 }
 
 // renderCache holds components rendered by the render phase with their
@@ -115,6 +119,7 @@ func (d *appDeployer) PlanDeploy(ctx context.Context, policies []string) ([]work
 		}
 		td := *d
 		td.af = t.AppFile
+		td.keepNamespaces = !t.CreateNamespace
 		names := make([]string, 0, len(t.AppFile.Components))
 		for _, c := range t.AppFile.Components {
 			names = append(names, c.Name)
@@ -125,7 +130,7 @@ func (d *appDeployer) PlanDeploy(ctx context.Context, policies []string) ([]work
 }
 
 // clusterVersions reads the Kubernetes version of a target cluster
-// (multicluster.Registry implements it next to render.ClusterResolver).
+// (multicluster.Registry implements it next to placement.Resolver).
 type clusterVersions interface {
 	ClusterVersion(ctx context.Context, cluster string) (render.ClusterVersion, error)
 }
@@ -187,12 +192,31 @@ func (d *appDeployer) Render(ctx context.Context, req workflow.ComponentRequest)
 	return res, nil
 }
 
-// Apply applies through the Keeper. Objects owned by someone else,
+// clusterLabel names cluster in messages ("local" for the hub).
+func clusterLabel(cluster string) string {
+	if cluster == "" {
+		return v1beta1.ClusterLocal
+	}
+	return cluster
+}
+
+// Apply creates the missing target namespaces (unless the target's
+// topology says createNamespace: false; a Normal Event names each one
+// created) and applies through the Keeper. Objects owned by someone else,
 // missing read-only objects, and what the Application's identity or scope
 // does not allow (package tenancy: nothing of the call was written) fail
 // the step at once; a refusal is also a Warning Event on the Application.
 func (d *appDeployer) Apply(ctx context.Context, cluster string, objs []*unstructured.Unstructured) error {
-	err := d.keeper.Apply(ctx, cluster, objs)
+	created, err := d.keeper.EnsureNamespaces(ctx, cluster, objs, !d.keepNamespaces)
+	for _, ns := range created {
+		if d.recorder != nil && d.app != nil {
+			d.recorder.Eventf(d.app, corev1.EventTypeNormal, common.ReasonNamespaceCreated,
+				"created namespace %s in cluster %s for the application (it is kept when the application is deleted)", ns, clusterLabel(cluster))
+		}
+	}
+	if err == nil {
+		err = d.keeper.Apply(ctx, cluster, objs)
+	}
 	var own *resourcekeeper.OwnershipError
 	var ro *resourcekeeper.ReadOnlyMissingError
 	switch {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/placement"
 
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/workflow"
@@ -20,7 +21,7 @@ import (
 
 // versionedResolver is a cluster resolver that also knows versions.
 type versionedResolver struct {
-	render.StaticClusters
+	placement.StaticClusters
 	versions map[string]render.ClusterVersion
 }
 
@@ -37,13 +38,13 @@ func TestRenderOptionsCarryTheTargetClusterVersion(t *testing.T) {
 	resolver := versionedResolver{versions: map[string]render.ClusterVersion{"member-1": v134}}
 	cases := []struct {
 		reason   string
-		resolver render.ClusterResolver
+		resolver placement.Resolver
 		cluster  string
 		want     render.ClusterVersion
 	}{
 		{"the member's own version", resolver, "member-1", v134},
 		{"an unreachable member keeps the render default", resolver, "member-2", render.ClusterVersion{}},
-		{"a resolver without versions keeps the default", render.StaticClusters{}, "member-1", render.ClusterVersion{}},
+		{"a resolver without versions keeps the default", placement.StaticClusters{}, "member-1", render.ClusterVersion{}},
 	}
 	for _, c := range cases {
 		t.Run(c.reason, func(t *testing.T) {
@@ -57,7 +58,7 @@ func TestRenderOptionsCarryTheTargetClusterVersion(t *testing.T) {
 
 // registryLike resolves selectors and refuses unknown cluster names like
 // the cluster registry does.
-type registryLike struct{ render.StaticClusters }
+type registryLike struct{ placement.StaticClusters }
 
 func (r registryLike) ValidateTopologies(_ context.Context, policies []common.AppPolicy) error {
 	for i, p := range policies {

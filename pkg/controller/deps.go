@@ -57,6 +57,9 @@ func (fn RendererFn) RenderComponent(ctx context.Context, af *appfile.AppFile, c
 // package resourcekeeper).
 type Keeper interface {
 	Apply(ctx context.Context, cluster string, objs []*unstructured.Unstructured) error
+	// EnsureNamespaces creates the missing namespaces objs go to in
+	// cluster (when create) and returns those it created.
+	EnsureNamespaces(ctx context.Context, cluster string, objs []*unstructured.Unstructured, create bool) ([]string, error)
 	GarbageCollect(ctx context.Context) (done bool, err error)
 	Delete(ctx context.Context) (done bool, err error)
 	StateKeep(ctx context.Context) error

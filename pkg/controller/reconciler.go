@@ -41,6 +41,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/errclass"
 	"github.com/oamflow/oamflow/pkg/health"
 	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/placement"
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/revision"
@@ -135,7 +136,7 @@ func WithHelm(releases resourcekeeper.ReleaseHandler, checker health.ReleaseChec
 
 // WithClusterResolver sets how topology policies' clusterLabelSelector is
 // resolved (default: it cannot be, and such deploy steps fail).
-func WithClusterResolver(cr render.ClusterResolver) Option {
+func WithClusterResolver(cr placement.Resolver) Option {
 	return func(r *Reconciler) { r.resolver = cr }
 }
 
@@ -157,7 +158,7 @@ type Reconciler struct {
 	releaseHealth health.ReleaseChecker
 	health        HealthChecker
 	clients       multicluster.ClusterClients
-	resolver      render.ClusterResolver
+	resolver      placement.Resolver
 	engines       chan *cuex.Engine
 	metrics       Metrics
 }
@@ -836,9 +837,9 @@ func (r *Reconciler) checkHealth(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// placement is a service of the status with the request and the Deployer
+// servicePlacement is a service of the status with the request and the Deployer
 // of where it runs.
-type placement struct {
+type servicePlacement struct {
 	svc common.ApplicationComponentStatus
 	req workflow.ComponentRequest
 	d   *appDeployer
@@ -847,13 +848,13 @@ type placement struct {
 // placements pairs each service of the status whose component is in the
 // revision with where it was deployed (render.ServicePlacements) and the
 // Deployer rendering it there.
-func (r *Reconciler) placements(ctx context.Context, s *scope) []placement {
+func (r *Reconciler) placements(ctx context.Context, s *scope) []servicePlacement {
 	base := r.deployer(s)
 	pls, planErr := render.ServicePlacements(ctx, s.af, s.app.Status.Services, r.resolver)
 	if planErr != nil {
 		s.log.V(1).Info("services are rendered with the Application's own properties", "reason", planErr.Error())
 	}
-	out := make([]placement, 0, len(pls))
+	out := make([]servicePlacement, 0, len(pls))
 	for _, p := range pls {
 		d := base
 		if p.AppFile != s.af {
@@ -861,7 +862,7 @@ func (r *Reconciler) placements(ctx context.Context, s *scope) []placement {
 			td.af = p.AppFile
 			d = &td
 		}
-		out = append(out, placement{svc: p.Service, req: workflow.ComponentRequest{Name: p.Service.Name, Cluster: p.Cluster, Namespace: p.Namespace}, d: d})
+		out = append(out, servicePlacement{svc: p.Service, req: workflow.ComponentRequest{Name: p.Service.Name, Cluster: p.Cluster, Namespace: p.Namespace}, d: d})
 	}
 	return out
 }

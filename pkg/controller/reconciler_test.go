@@ -33,6 +33,7 @@ import (
 	"github.com/oamflow/oamflow/definitions"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/render"
+	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/testing/envtest"
 	"github.com/oamflow/oamflow/pkg/workflow"
 )
@@ -1018,4 +1019,50 @@ policies:
 	assert.True(t, got.Status.Services[0].Healthy)
 	assert.Equal(t, "want 2", got.Status.Services[0].Message, "health sees the overridden properties")
 	assert.Equal(t, target, got.Status.Services[0].Namespace)
+}
+
+// TestTargetNamespaces: a topology's missing namespace is created for the
+// Application (labelled, with a Normal Event) and the app runs; with
+// createNamespace: false the deploy step waits, naming cluster and
+// namespace, and goes on once the namespace is created by hand, without
+// any edit of the Application.
+func TestTargetNamespaces(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	ctx := context.Background()
+	spec := func(ns string, create bool) string {
+		return fmt.Sprintf(`
+components:
+- name: cfg
+  type: k8s-objects
+  properties:
+    objects:
+    - {apiVersion: v1, kind: ConfigMap, metadata: {name: cfg}, data: {k: v}}
+policies:
+- name: there
+  type: topology
+  properties: {clusters: [local], namespace: %s, createNamespace: %t}
+`, ns, create)
+	}
+	created := h.ns + "-created"
+	app := h.app("made", spec(created, true))
+	h.until(app, false, 30*time.Second, phaseIs(common.ApplicationRunning))
+	ns := &corev1.Namespace{}
+	require.NoError(t, env(t).Client.Get(ctx, client.ObjectKey{Name: created}, ns))
+	assert.Equal(t, "oamflow", ns.Labels[resourcekeeper.LabelCreatedBy])
+	assert.Equal(t, "made", ns.Labels[resourcekeeper.LabelCreatedForApp])
+	assert.Contains(t, strings.Join(h.events(), "\n"), "Normal NamespaceCreated created namespace "+created+" in cluster local")
+	require.NoError(t, env(t).Client.Get(ctx, client.ObjectKey{Namespace: created, Name: "cfg"}, &corev1.ConfigMap{}))
+
+	byHand := h.ns + "-by-hand"
+	waiting := h.app("waits", spec(byHand, false))
+	want := `namespace "` + byHand + `" does not exist in cluster local and the topology sets createNamespace: false: waiting for it to be created`
+	got := h.until(waiting, false, 30*time.Second, func(a *v1beta1.Application) bool {
+		return a.Status.Workflow != nil && len(a.Status.Workflow.Steps) > 0 && strings.Contains(a.Status.Workflow.Steps[0].Message, want)
+	})
+	assert.NotEqual(t, common.ApplicationWorkflowFailed, got.Status.Phase)
+	assert.NotEqual(t, "failed", string(got.Status.Workflow.Steps[0].Phase), "the step waits: %+v", got.Status.Workflow.Steps[0])
+	require.True(t, apierrors.IsNotFound(env(t).Client.Get(ctx, client.ObjectKey{Name: byHand}, &corev1.Namespace{})), "not created")
+	require.NoError(t, env(t).Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: byHand}}))
+	h.until(waiting, false, 60*time.Second, phaseIs(common.ApplicationRunning))
+	require.NoError(t, env(t).Client.Get(ctx, client.ObjectKey{Namespace: byHand, Name: "cfg"}, &corev1.ConfigMap{}))
 }

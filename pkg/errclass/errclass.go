@@ -52,6 +52,20 @@ func (s *sentinel) Terminal() bool { return true }
 // package-level errors compared with errors.Is (helmspec.ErrChartNotFound).
 func Sentinel(msg string) error { return &sentinel{msg: msg} }
 
+// waiting is implemented by errors that name something outside oamflow
+// the step waits for (a namespace someone is to create).
+type waiting interface{ Waiting() bool }
+
+// IsWaiting reports whether err says the step waits for something that is
+// expected to appear by itself (a namespace created by hand, a namespace
+// finishing its deletion): the step keeps waiting, with err as its
+// message, instead of counting a failed attempt. A waiting error is
+// never terminal. IsWaiting(nil) is false.
+func IsWaiting(err error) bool {
+	var w waiting
+	return err != nil && errors.As(err, &w) && w.Waiting()
+}
+
 // IsTerminal reports whether retrying err is pointless (see the package
 // documentation). IsTerminal(nil) is false.
 func IsTerminal(err error) bool {

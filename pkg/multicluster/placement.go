@@ -8,117 +8,32 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/pkg/appfile"
-	"github.com/oamflow/oamflow/pkg/render"
+	"github.com/oamflow/oamflow/pkg/placement"
 )
 
-// Placement is a cluster and namespace to deploy to (render's type: Cluster
-// "local" is the hub, Namespace "" keeps the app's namespace).
-type Placement = render.Placement
-
-// ResolvePlacements resolves one topology policy against the live registry.
-// props are the policy's properties (the KubeVela topology contract):
-//
-//	clusters: [...string]               // by name; each must be registered
-//	clusterLabelSelector: {key: value}  // members carrying every label ({} = every cluster, the hub included)
-//	clusterSelector: {key: value}       // deprecated alias of clusterLabelSelector
-//	allowEmpty: bool                    // an empty selection is not an error
-//	namespace: string                   // namespace in each cluster ("" = the app's)
-//
-// The placements are the named clusters, then the selected ones, without
-// duplicates; a topology with neither clusters nor a selector (only a
-// namespace, say) places on the hub. Errors name policy and the field:
-// a property of the wrong type, an unknown cluster name (wrapping a
-// *ClusterNotFoundError), or an empty selection without allowEmpty.
-// The placement rules are render.PlanDeploy's; this adds the checks
-// against the registry.
-func (r *Registry) ResolvePlacements(ctx context.Context, policy string, props map[string]any) ([]Placement, error) {
-	names, err := checkTopology(props)
+// ResolvePlacements resolves one topology policy against the live registry
+// (package placement's rules; props are the policy's properties) after
+// checking that every cluster it names is registered. Errors name the
+// policy and the field: a property of the wrong type, an unknown cluster
+// name (wrapping a *ClusterNotFoundError), or an empty selection without
+// allowEmpty (a *placement.NoMatchError).
+func (r *Registry) ResolvePlacements(ctx context.Context, policy string, props map[string]any) ([]placement.Placement, error) {
+	t, err := placement.Parse(policy, props)
 	if err != nil {
 		return nil, fmt.Errorf("topology policy %q: %w", policy, err)
 	}
-	if err := r.ValidateClusters(ctx, names); err != nil {
+	if err := r.ValidateClusters(ctx, t.Clusters); err != nil {
 		return nil, fmt.Errorf("topology policy %q properties.clusters: %w", policy, err)
 	}
-	af := &appfile.AppFile{Policies: []*appfile.Policy{{Name: policy, Type: appfile.PolicyTopology, Properties: props}}}
-	plan, err := render.PlanDeploy(ctx, af, []string{policy}, r)
+	res, err := placement.Resolve(ctx, []placement.Topology{t}, r)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Placement, 0, len(plan.Targets))
-	for _, t := range plan.Targets {
+	out := make([]placement.Placement, 0, len(res.Targets))
+	for _, t := range res.Targets {
 		out = append(out, t.Placement)
 	}
 	return out, nil
-}
-
-// checkTopology checks the types of a topology's properties and returns
-// the cluster names it lists.
-func checkTopology(props map[string]any) ([]string, error) {
-	var names []string
-	if v, ok := props["clusters"]; ok && v != nil {
-		list, ok := v.([]any)
-		if !ok {
-			return nil, fmt.Errorf("properties.clusters: expected a list of cluster names, got %s", typeName(v))
-		}
-		for i, c := range list {
-			s, ok := c.(string)
-			if !ok || s == "" {
-				return nil, fmt.Errorf("properties.clusters[%d]: expected a cluster name (non-empty string), got %s", i, typeName(c))
-			}
-			names = append(names, s)
-		}
-	}
-	for _, key := range []string{"clusterLabelSelector", "clusterSelector"} {
-		v, ok := props[key]
-		if !ok || v == nil {
-			continue
-		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("properties.%s: expected a map of label keys to values, got %s", key, typeName(v))
-		}
-		for _, k := range sortedKeys(m) {
-			switch m[k].(type) {
-			case string, bool, float64, int, int64:
-			default:
-				return nil, fmt.Errorf("properties.%s.%s: expected a label value (string), got %s", key, k, typeName(m[k]))
-			}
-		}
-	}
-	if v, ok := props["namespace"]; ok && v != nil {
-		if _, ok := v.(string); !ok {
-			return nil, fmt.Errorf("properties.namespace: expected a string, got %s", typeName(v))
-		}
-	}
-	if v, ok := props["allowEmpty"]; ok && v != nil {
-		if _, ok := v.(bool); !ok {
-			return nil, fmt.Errorf("properties.allowEmpty: expected a boolean, got %s", typeName(v))
-		}
-	}
-	return names, nil
-}
-
-// typeName names the JSON type of v for error messages.
-func typeName(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		if v == "" {
-			return "an empty string"
-		}
-		return "a string"
-	case bool:
-		return "a boolean"
-	case float64, int, int64:
-		return "a number"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "an object"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
 }
 
 // UnknownClustersError says which fields of an Application name clusters

@@ -24,6 +24,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/placement"
 	"github.com/oamflow/oamflow/pkg/render"
 )
 
@@ -399,9 +400,9 @@ func (r *Registry) List(ctx context.Context) ([]Cluster, error) {
 // SelectClusters returns the names of the member clusters carrying every
 // label of selector, sorted; an empty selector selects every member. The
 // hub has no labels: a non-empty selector never selects it, and for an
-// empty one render.PlanDeploy adds it (as KubeVela does). Malformed
+// empty one package placement adds it (as KubeVela does). Malformed
 // members are selected too, so that their failure is reported rather than
-// their resources treated as unwanted. It implements render.ClusterResolver.
+// their resources treated as unwanted. It implements placement.Resolver.
 func (r *Registry) SelectClusters(ctx context.Context, selector map[string]string) ([]string, error) {
 	secrets, err := r.listSecrets(ctx, selector)
 	if err != nil {
@@ -414,7 +415,7 @@ func (r *Registry) SelectClusters(ctx context.Context, selector map[string]strin
 	return names, nil
 }
 
-var _ render.ClusterResolver = (*Registry)(nil)
+var _ placement.Resolver = (*Registry)(nil)
 
 // ValidateClusters checks that every name is registered ("" and "local"
 // always are); the error is a *ClusterNotFoundError listing every unknown

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/placement"
 )
 
 // TestClientsReachTheRightCluster: the hub's names give the hub client, a
@@ -300,63 +301,63 @@ func TestResolvePlacements(t *testing.T) {
 	cases := []struct {
 		reason  string
 		props   map[string]any
-		want    []Placement
+		want    []placement.Placement
 		wantErr string
 	}{
 		{
 			reason: "clusters by name, in order",
 			props:  map[string]any{"clusters": []any{"west-1", "east-1"}},
-			want:   []Placement{{Cluster: "west-1"}, {Cluster: "east-1"}},
+			want:   []placement.Placement{{Cluster: "west-1"}, {Cluster: "east-1"}},
 		},
 		{
 			reason: "the hub by name",
 			props:  map[string]any{"clusters": []any{"local"}, "namespace": "prod"},
-			want:   []Placement{{Cluster: "local", Namespace: "prod"}},
+			want:   []placement.Placement{{Cluster: "local", Namespace: "prod"}},
 		},
 		{
 			reason: "by labels, sorted by name",
 			props:  map[string]any{"clusterLabelSelector": map[string]any{"region": "east"}},
-			want:   []Placement{{Cluster: "east-1"}, {Cluster: "east-2"}},
+			want:   []placement.Placement{{Cluster: "east-1"}, {Cluster: "east-2"}},
 		},
 		{
 			reason: "every label must match",
 			props:  map[string]any{"clusterLabelSelector": map[string]any{"region": "east", "env": "prod"}, "namespace": "apps"},
-			want:   []Placement{{Cluster: "east-1", Namespace: "apps"}},
+			want:   []placement.Placement{{Cluster: "east-1", Namespace: "apps"}},
 		},
 		{
 			reason: "an empty selector selects every cluster, the hub first (as in KubeVela)",
 			props:  map[string]any{"clusterLabelSelector": map[string]any{}, "namespace": "apps"},
-			want:   []Placement{{Cluster: "local", Namespace: "apps"}, {Cluster: "east-1", Namespace: "apps"}, {Cluster: "east-2", Namespace: "apps"}, {Cluster: "west-1", Namespace: "apps"}},
+			want:   []placement.Placement{{Cluster: "local", Namespace: "apps"}, {Cluster: "east-1", Namespace: "apps"}, {Cluster: "east-2", Namespace: "apps"}, {Cluster: "west-1", Namespace: "apps"}},
 		},
 		{
 			reason: "so does the deprecated clusterSelector",
 			props:  map[string]any{"clusterSelector": map[string]any{}},
-			want:   []Placement{{Cluster: "local"}, {Cluster: "east-1"}, {Cluster: "east-2"}, {Cluster: "west-1"}},
+			want:   []placement.Placement{{Cluster: "local"}, {Cluster: "east-1"}, {Cluster: "east-2"}, {Cluster: "west-1"}},
 		},
 		{
 			reason: "the deprecated clusterSelector",
 			props:  map[string]any{"clusterSelector": map[string]any{"region": "west"}},
-			want:   []Placement{{Cluster: "west-1"}},
+			want:   []placement.Placement{{Cluster: "west-1"}},
 		},
 		{
 			reason: "names and labels together, without duplicates",
 			props:  map[string]any{"clusters": []any{"east-2"}, "clusterLabelSelector": map[string]any{"env": "dev"}},
-			want:   []Placement{{Cluster: "east-2"}},
+			want:   []placement.Placement{{Cluster: "east-2"}},
 		},
 		{
 			reason: "a namespace-only topology is the hub in that namespace",
 			props:  map[string]any{"namespace": "team-a"},
-			want:   []Placement{{Cluster: "local", Namespace: "team-a"}},
+			want:   []placement.Placement{{Cluster: "local", Namespace: "team-a"}},
 		},
 		{
 			reason:  "an empty selection is an error naming the policy",
 			props:   map[string]any{"clusterLabelSelector": map[string]any{"region": "north"}},
-			wantErr: `policy "topo" selects no cluster (set allowEmpty: true to allow that)`,
+			wantErr: `policy "topo": no clusters match {region=north} (set allowEmpty: true to allow that)`,
 		},
 		{
 			reason: "unless allowEmpty",
 			props:  map[string]any{"clusterLabelSelector": map[string]any{"region": "north"}, "allowEmpty": true},
-			want:   []Placement{},
+			want:   []placement.Placement{},
 		},
 		{
 			reason:  "an unknown cluster is named",

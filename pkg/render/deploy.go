@@ -4,62 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/placement"
 )
-
-// Placement is a cluster and namespace a deploy step renders for.
-type Placement struct {
-	// Cluster is the cluster name ("" or "local" for the hub).
-	Cluster string
-	// Namespace overrides the app's namespace ("" keeps it).
-	Namespace string
-}
-
-// ClusterResolver finds the clusters whose labels match a topology's
-// clusterLabelSelector. The hub is not its business: PlanDeploy adds it
-// for an empty selector ({} selects every cluster, the hub included).
-type ClusterResolver interface {
-	SelectClusters(ctx context.Context, selector map[string]string) ([]string, error)
-}
-
-// StaticClusters resolves label selectors against a fixed set of clusters
-// (name → labels); offline tools build it from flags.
-type StaticClusters map[string]map[string]string
-
-// SelectClusters returns the names of the clusters carrying every label of
-// selector, sorted.
-func (s StaticClusters) SelectClusters(_ context.Context, selector map[string]string) ([]string, error) {
-	var out []string
-	for name, labels := range s {
-		ok := true
-		for k, v := range selector {
-			if labels[k] != v {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
-}
 
 // Target is one placement of a plan with the AppFile to render there:
 // override policies applied and only the selected components kept.
 type Target struct {
-	Placement
+	placement.Target
 	AppFile *appfile.AppFile
-	// Placeholder says Cluster stands for an unresolved clusterLabelSelector.
-	Placeholder bool
 }
 
 // Plan is where one workflow step puts which components.
@@ -81,7 +39,7 @@ type Plan struct {
 // every component on the hub. resolver may be nil: a topology's
 // clusterLabelSelector then yields a placeholder cluster named after the
 // selector, with a warning.
-func PlanWorkflow(ctx context.Context, af *appfile.AppFile, resolver ClusterResolver) ([]Plan, error) {
+func PlanWorkflow(ctx context.Context, af *appfile.AppFile, resolver placement.Resolver) ([]Plan, error) {
 	var plans []Plan
 	var steps []*appfile.WorkflowStep
 	if af.Workflow != nil {
@@ -129,13 +87,16 @@ func PlanWorkflow(ctx context.Context, af *appfile.AppFile, resolver ClusterReso
 				}
 			}
 			plans = append(plans, Plan{Step: s.Name, StepType: s.Type, Targets: []Target{{
-				Placement: Placement{Cluster: cluster, Namespace: ns},
-				AppFile:   only(target, []string{comp}),
+				Target: placement.Target{
+					Placement: placement.Placement{Cluster: cluster, Namespace: ns},
+					Reason:    "named by apply-component step " + s.Name, CreateNamespace: true,
+				},
+				AppFile: only(target, []string{comp}),
 			}}})
 		}
 	}
 	if len(plans) == 0 {
-		plans = append(plans, Plan{Targets: []Target{{AppFile: af}}})
+		plans = append(plans, Plan{Targets: []Target{{Target: placement.Target{Reason: "no deploy step: the hub", CreateNamespace: true}, AppFile: af}}})
 	}
 	return plans, nil
 }
@@ -162,9 +123,10 @@ func only(af *appfile.AppFile, names []string) *appfile.AppFile {
 // properties and traits (in order) and may select components. The
 // overridden application is parsed again, so overridden properties are
 // validated like the originals.
-func PlanDeploy(ctx context.Context, af *appfile.AppFile, policyNames []string, resolver ClusterResolver) (*Plan, error) {
+func PlanDeploy(ctx context.Context, af *appfile.AppFile, policyNames []string, resolver placement.Resolver) (*Plan, error) {
 	plan := &Plan{}
-	var topologies, overrides []*appfile.Policy
+	var topologies []placement.Topology
+	var overrides []*appfile.Policy
 	for _, n := range policyNames {
 		p := af.Policy(n)
 		if p == nil {
@@ -172,7 +134,11 @@ func PlanDeploy(ctx context.Context, af *appfile.AppFile, policyNames []string, 
 		}
 		switch p.Type {
 		case appfile.PolicyTopology:
-			topologies = append(topologies, p)
+			t, err := placement.Parse(p.Name, p.Properties)
+			if err != nil {
+				return nil, fmt.Errorf("topology policy %q: %w", p.Name, err)
+			}
+			topologies = append(topologies, t)
 		case appfile.PolicyOverride:
 			overrides = append(overrides, p)
 		default:
@@ -189,102 +155,15 @@ func PlanDeploy(ctx context.Context, af *appfile.AppFile, policyNames []string, 
 			return nil, err
 		}
 	}
-	placements, placeholders, err := placements(ctx, topologies, resolver, plan)
+	res, err := placement.Resolve(ctx, topologies, resolver)
 	if err != nil {
 		return nil, err
 	}
-	for _, pl := range placements {
-		plan.Targets = append(plan.Targets, Target{Placement: pl, AppFile: target, Placeholder: placeholders[pl.Cluster]})
+	plan.Warnings = append(plan.Warnings, res.Warnings...)
+	for _, t := range res.Targets {
+		plan.Targets = append(plan.Targets, Target{Target: t, AppFile: target})
 	}
 	return plan, nil
-}
-
-// placements computes the union of the topologies' placements.
-func placements(ctx context.Context, topologies []*appfile.Policy, resolver ClusterResolver, plan *Plan) ([]Placement, map[string]bool, error) {
-	placeholders := map[string]bool{}
-	if len(topologies) == 0 {
-		return []Placement{{}}, placeholders, nil
-	}
-	seen := map[Placement]bool{}
-	var out []Placement
-	add := func(p Placement) {
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	for _, t := range topologies {
-		ns, _ := t.Properties["namespace"].(string)
-		allowEmpty, _ := t.Properties["allowEmpty"].(bool)
-		var clusters []string
-		if list, ok := t.Properties["clusters"].([]any); ok {
-			for _, c := range list {
-				if s, ok := c.(string); ok {
-					clusters = append(clusters, s)
-				}
-			}
-		}
-		selector := map[string]string{}
-		for _, key := range []string{"clusterLabelSelector", "clusterSelector"} {
-			if m, ok := t.Properties[key].(map[string]any); ok {
-				for k, v := range m {
-					selector[k] = fmt.Sprint(v)
-				}
-			}
-		}
-		_, hasSelector := t.Properties["clusterLabelSelector"]
-		if _, ok := t.Properties["clusterSelector"]; ok {
-			hasSelector = true
-		}
-		if hasSelector {
-			if resolver == nil {
-				name := "<clusters labelled " + selectorString(selector) + ">"
-				placeholders[name] = true
-				plan.Warnings = append(plan.Warnings, fmt.Sprintf("policy %q: clusterLabelSelector {%s} cannot be resolved offline; rendering once for a placeholder cluster (give --cluster-labels NAME=KEY=VALUE,… to name clusters)", t.Name, selectorString(selector)))
-				clusters = append(clusters, name)
-			} else {
-				if len(selector) == 0 {
-					// An empty selector selects every cluster, the hub
-					// (which has no labels) first, as in KubeVela.
-					clusters = append(clusters, v1beta1.ClusterLocal)
-				}
-				names, err := resolver.SelectClusters(ctx, selector)
-				if err != nil {
-					return nil, nil, fmt.Errorf("policy %q: selecting clusters {%s}: %w", t.Name, selectorString(selector), err)
-				}
-				clusters = append(clusters, names...)
-			}
-		}
-		if _, hasClusters := t.Properties["clusters"]; !hasClusters && !hasSelector {
-			// A topology naming neither clusters nor a selector (only a
-			// namespace, say) deploys to the hub.
-			clusters = []string{"local"}
-		}
-		if len(clusters) == 0 {
-			if allowEmpty {
-				plan.Warnings = append(plan.Warnings, fmt.Sprintf("policy %q selects no cluster (allowEmpty: nothing is deployed)", t.Name))
-				continue
-			}
-			return nil, nil, fmt.Errorf("policy %q selects no cluster (set allowEmpty: true to allow that)", t.Name)
-		}
-		for _, c := range clusters {
-			add(Placement{Cluster: c, Namespace: ns})
-		}
-	}
-	return out, placeholders, nil
-}
-
-func selectorString(sel map[string]string) string {
-	keys := make([]string, 0, len(sel))
-	for k := range sel {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + sel[k]
-	}
-	return strings.Join(parts, ",")
 }
 
 // applyOverrides applies override policies to a copy of the Application and
@@ -528,7 +407,7 @@ type ServicePlacement struct {
 // adoption, migrate's comparison — as it was deployed there. When the
 // workflow cannot be planned (planErr, e.g. clusters that cannot be
 // resolved), each service is rendered from af itself.
-func ServicePlacements(ctx context.Context, af *appfile.AppFile, services []common.ApplicationComponentStatus, resolver ClusterResolver) (out []ServicePlacement, planErr error) {
+func ServicePlacements(ctx context.Context, af *appfile.AppFile, services []common.ApplicationComponentStatus, resolver placement.Resolver) (out []ServicePlacement, planErr error) {
 	plans, planErr := PlanWorkflow(ctx, af, resolver)
 	for _, svc := range services {
 		if af.Component(svc.Name) == nil {

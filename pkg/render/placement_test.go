@@ -12,6 +12,7 @@ import (
 	"github.com/oamflow/oamflow/definitions"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/cuex"
+	"github.com/oamflow/oamflow/pkg/placement"
 	"github.com/oamflow/oamflow/pkg/render"
 )
 
@@ -45,7 +46,7 @@ spec:
 	ctx := appfile.WithEngine(context.Background(), cuex.NewEngine())
 	af, err := appfile.Parse(ctx, app, src)
 	require.NoError(t, err)
-	plans, err := render.PlanWorkflow(ctx, af, render.StaticClusters{"member-1": {"region": "east"}, "member-2": {"region": "west"}})
+	plans, err := render.PlanWorkflow(ctx, af, placement.StaticClusters{"member-1": {"region": "east"}, "member-2": {"region": "west"}})
 	require.NoError(t, err)
 
 	cases := []struct {

@@ -311,6 +311,12 @@ func (k *Keeper) collectOne(ctx context.Context, e v1beta1.ManagedResource, appD
 		return outPending, fmt.Errorf("reading %s: %w", ref, err)
 	}
 	v := k.gcVerdictOf(live, appDelete)
+	if e.SkipGC && v.act == gcDelete {
+		// A skipGC entry (KubeVela's, or a namespace oamflow created) is
+		// never deleted, not even with the Application: it is orphaned,
+		// as KubeVela does.
+		v.act = gcOrphan
+	}
 	switch v.act {
 	case gcNotOurs:
 		return outGone, nil

@@ -3,7 +3,6 @@ package webhook
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/placement"
 	"github.com/oamflow/oamflow/pkg/tenancy"
 )
 
@@ -54,14 +54,12 @@ func (c *IdentityChecker) scope(app *v1beta1.Application) *scopeCheck {
 		if p.Type != "topology" {
 			continue
 		}
-		var props struct {
-			Namespace string `json:"namespace"`
-		}
-		if decode(p.Properties, &props) != nil || props.Namespace == "" || !targetsHub(p.Properties) {
+		t, ok := topology(p.Name, p.Properties)
+		if !ok || t.Namespace == "" || !t.TargetsHub() {
 			continue
 		}
 		s.check(fmt.Sprintf("spec.policies[%d].properties.namespace (topology policy %q)", i, p.Name),
-			tenancy.Object{Kind: "the topology's target", Namespace: props.Namespace})
+			tenancy.Object{Kind: "the topology's target", Namespace: t.Namespace})
 	}
 	for i, comp := range app.Spec.Components {
 		at := fmt.Sprintf("spec.components[%d].properties.objects", i)
@@ -243,9 +241,8 @@ func (s *scopeCheck) checkStep(at, name, typ string, props *runtime.RawExtension
 }
 
 // placements tells whether app's components may be placed on the hub and
-// on member clusters, from its topology policies alone (render.PlanDeploy's
-// rules: no topology places on the hub, and so does a topology naming
-// "local", one with neither clusters nor a selector, or the selector {}).
+// on member clusters, from its topology policies alone (package
+// placement's rules: no topology places on the hub).
 func placements(app *v1beta1.Application) (hub, member bool) {
 	topologies := false
 	for _, p := range app.Spec.Policies {
@@ -253,37 +250,25 @@ func placements(app *v1beta1.Application) (hub, member bool) {
 			continue
 		}
 		topologies = true
-		if targetsHub(p.Properties) {
-			hub = true
+		t, ok := topology(p.Name, p.Properties)
+		if !ok {
+			continue
 		}
-		var props struct {
-			Clusters []string       `json:"clusters"`
-			Labels   map[string]any `json:"clusterLabelSelector"`
-			Selector map[string]any `json:"clusterSelector"`
-		}
-		if decode(p.Properties, &props) == nil && (slices.ContainsFunc(props.Clusters, func(c string) bool { return c != v1beta1.ClusterLocal }) || props.Labels != nil || props.Selector != nil) {
-			member = true
-		}
+		hub = hub || t.TargetsHub()
+		member = member || t.TargetsMembers()
 	}
 	return hub || !topologies, member
 }
 
-func targetsHub(raw *runtime.RawExtension) bool {
-	var props struct {
-		Clusters []string       `json:"clusters"`
-		Labels   map[string]any `json:"clusterLabelSelector"`
-		Selector map[string]any `json:"clusterSelector"`
-	}
+// topology decodes a topology policy's properties (false: they do not
+// decode; validation reports that).
+func topology(name string, raw *runtime.RawExtension) (placement.Topology, bool) {
+	var props map[string]any
 	if decode(raw, &props) != nil {
-		return false
+		return placement.Topology{}, false
 	}
-	if slices.Contains(props.Clusters, v1beta1.ClusterLocal) {
-		return true
-	}
-	if props.Labels == nil && props.Selector == nil {
-		return len(props.Clusters) == 0
-	}
-	return (props.Labels != nil && len(props.Labels) == 0) || (props.Selector != nil && len(props.Selector) == 0)
+	t, err := placement.Parse(name, props)
+	return t, err == nil
 }
 
 func decode(raw *runtime.RawExtension, into any) error {

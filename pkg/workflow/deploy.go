@@ -247,6 +247,12 @@ func (d *deployRun) component(ctx context.Context, t DeployTarget, comp Componen
 			msg = fmt.Sprintf("cluster %s: %s", t.Cluster, msg)
 		}
 		return componentResult{failure: msg}
+	case err != nil && errclass.IsWaiting(err):
+		msg := fmt.Sprintf("cluster %s: %v", clusterName(t.Cluster), err)
+		d.run.services.add(common.ApplicationComponentStatus{
+			Name: comp.Name, Namespace: d.namespaceOf(ctx, t, comp.Name), Cluster: t.Cluster, Healthy: false, Message: msg,
+		})
+		return componentResult{waiting: msg}
 	case err != nil && Unreachable(err):
 		msg := fmt.Sprintf("cluster %s cannot be reached: %v", clusterName(t.Cluster), err)
 		d.run.services.add(common.ApplicationComponentStatus{

@@ -101,3 +101,7 @@ const ReasonValidationWarning = "ValidationWarning"
 // ReasonAccessDenied is the Warning Event reason of a write the
 // Application's identity or scope does not allow.
 const ReasonAccessDenied = "AccessDenied"
+
+// ReasonNamespaceCreated is the reason of the Normal Event saying oamflow
+// created a deploy target's missing namespace for the Application.
+const ReasonNamespaceCreated = "NamespaceCreated"
