@@ -24,6 +24,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/cuex"
 	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/placement"
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/revision"
@@ -334,7 +335,7 @@ func (o *diffOptions) render(ctx context.Context, hub client.Client, reg *multic
 	// topology clusters taken by name, revision 1.
 	src := appfile.Chain(inline, builtins)
 	var clusters appfile.Clusters
-	var resolver render.ClusterResolver
+	var resolver placement.Resolver
 	n := int64(1)
 	if hub != nil {
 		src = appfile.Chain(inline, appfile.NewClusterSource(hub, app.Namespace, ""), builtins)
