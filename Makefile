@@ -52,7 +52,7 @@ fmt: ## Format Go sources.
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (version pinned in hack/tools/golangci-lint) with .golangci.yml.
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
 .PHONY: vet
 vet: ## Run go vet (including e2e files).
