@@ -53,6 +53,9 @@ type diffOptions struct {
 	budgets           appfile.Budgets
 	// parallel bounds the dry-run requests in flight per cluster.
 	parallel int
+	// revision > 0 diffs the live Application's revision N (its snapshot
+	// of the spec and definitions) instead of the files' spec.
+	revision int64
 	// offline compares with the objects of the live files instead.
 	offline bool
 	live    []string
@@ -138,6 +141,7 @@ read-only object missing), or a target cluster unreachable (unless
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "list unchanged objects too")
 	f.BoolVar(&o.ignoreUnreachable, "ignore-unreachable", false, "an unreachable cluster is shown as unknown but does not make the exit code 2")
+	f.Int64Var(&o.revision, "revision", 0, "diff the live Application's revision N (the spec and definitions it recorded, what a rollback to it would apply); -f names the Application")
 	f.BoolVar(&o.offline, "offline", false, "contact no cluster: compare with the objects of --live (definitions: the files' and the built-ins)")
 	f.StringSliceVar(&o.live, "live", nil, "with --offline, YAML files or folders of the live objects (kubectl get -o yaml output; Lists are read item by item)")
 	f.StringVar(&o.chartRoot, "chart-root", ".", "folder holding the charts of helm components whose chart.source is a relative path")
@@ -223,6 +227,9 @@ func (o *diffOptions) run(ctx context.Context, stdin io.Reader, out, errOut io.W
 	ctx = logf.IntoContext(ctx, logr.Discard())
 	var rep *diffReport
 	if o.offline {
+		if o.revision > 0 {
+			return 0, userErrorf("--revision reads the revision from the cluster; it cannot be used with --offline")
+		}
 		if len(o.live) == 0 {
 			return 0, userErrorf("--offline compares with the objects of --live FILE|DIR (YAML, as kubectl get -o yaml prints them)")
 		}
@@ -279,11 +286,38 @@ func (o *diffOptions) load(ctx context.Context, stdin io.Reader, errOut io.Write
 	if err != nil {
 		return nil, nil, err
 	}
-	di, err := o.render(ctx, hub, reg, app, defs, errOut)
+	var snapshot *v1beta1.ApplicationRevision
+	if o.revision > 0 {
+		if app, snapshot, err = revisionApp(ctx, hub, app, o.revision); err != nil {
+			return nil, nil, err
+		}
+	}
+	di, err := o.renderAs(ctx, hub, reg, app, defs, snapshot, errOut)
 	if err != nil {
 		return nil, nil, err
 	}
 	return &diffClusters{hub: hub, reg: reg}, di, nil
+}
+
+// revisionApp returns the Application revision n of the live app recorded
+// (with the live identity), and the revision.
+func revisionApp(ctx context.Context, hub client.Client, app *v1beta1.Application, n int64) (*v1beta1.Application, *v1beta1.ApplicationRevision, error) {
+	live := &v1beta1.Application{}
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(app), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, userErrorf("--revision: Application %s/%s does not exist", app.Namespace, app.Name)
+		}
+		return nil, nil, fmt.Errorf("reading Application %s/%s: %w", app.Namespace, app.Name, err)
+	}
+	name := revision.Name(app.Name, n)
+	rev, err := revision.NewManager(hub, hub).Get(ctx, app.Namespace, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rev == nil {
+		return nil, nil, userErrorf("--revision %d: ApplicationRevision %s/%s does not exist (`oamflow revision list %s` lists them)", n, app.Namespace, name, app.Name)
+	}
+	return revision.Application(rev, live), rev, nil
 }
 
 // readApp reads the one Application of the -f files, with the
@@ -323,6 +357,12 @@ func (o *diffOptions) readApp(ctx context.Context, stdin io.Reader, errOut io.Wr
 // the built-ins (as `up` does: the same messages) and renders it as the
 // controller would for its next revision.
 func (o *diffOptions) render(ctx context.Context, hub client.Client, reg *multicluster.Registry, app *v1beta1.Application, defs []*appfile.Definition, errOut io.Writer) (*diffInput, error) {
+	return o.renderAs(ctx, hub, reg, app, defs, nil, errOut)
+}
+
+// renderAs is render with, when snapshot is set, the definitions that
+// ApplicationRevision recorded instead of the files' and the cluster's.
+func (o *diffOptions) renderAs(ctx context.Context, hub client.Client, reg *multicluster.Registry, app *v1beta1.Application, defs []*appfile.Definition, snapshot *v1beta1.ApplicationRevision, errOut io.Writer) (*diffInput, error) {
 	builtins, err := appfile.NewFSSource(definitions.FS, ".")
 	if err != nil {
 		return nil, fmt.Errorf("loading built-in definitions: %w", err)
@@ -340,6 +380,9 @@ func (o *diffOptions) render(ctx context.Context, hub client.Client, reg *multic
 	if hub != nil {
 		src = appfile.Chain(inline, appfile.NewClusterSource(hub, app.Namespace, ""), builtins)
 		clusters, resolver = reg, reg
+	}
+	if snapshot != nil {
+		src = revision.Source(snapshot, builtins)
 	}
 	ctx = appfile.WithEngine(ctx, cuex.NewEngine())
 	ctx = appfile.WithBudgets(ctx, o.budgets)

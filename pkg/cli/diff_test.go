@@ -34,10 +34,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/definitions"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
+	"github.com/oamflow/oamflow/pkg/revision"
 	"github.com/oamflow/oamflow/pkg/testing/envtest"
 )
 
@@ -343,6 +345,31 @@ func TestDiffAgainstAPIServers(t *testing.T) {
 		out, code = runWithStdin(t, diffApp(diffAppOpts{mode: "c"}), "up", "--diff", "-f", "-", "--kubeconfig", e.direct)
 		assert.Equal(t, ExitUserError, code, out)
 		assert.Contains(t, out, "pass --yes")
+	})
+
+	t.Run("--revision diffs what a stored revision would apply", func(t *testing.T) {
+		a := &v1beta1.Application{}
+		require.NoError(t, yaml.Unmarshal([]byte(diffApp(diffAppOpts{mode: "a"})), a))
+		a.Namespace = "default"
+		live := &v1beta1.Application{}
+		require.NoError(t, hub.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "shop"}, live))
+		a.UID = live.UID
+		builtins, err := appfile.NewFSSource(definitions.FS, ".")
+		require.NoError(t, err)
+		rec := revision.NewRecorder(builtins)
+		_, _, err = appfile.Validate(ctx, a, rec, nil)
+		require.NoError(t, err)
+		defs, err := rec.Definitions()
+		require.NoError(t, err)
+		require.NoError(t, hub.Client.Create(ctx, revision.Snapshot(a, defs, 1, "h")))
+		file := writeFile(t, e.dir, "up.yaml", diffApp(diffAppOpts{mode: "c"}))
+		out, code := e.diff(t, diffApp(diffAppOpts{mode: "c"}))
+		assert.Equal(t, ExitDiffChanges, code, "the files' spec (mode c) differs from what runs: %s", out)
+		out, code = e.diff(t, diffApp(diffAppOpts{mode: "c"}), "--revision", "1")
+		assert.Equal(t, ExitDiffNone, code, "revision 1 (mode a) is what runs: %s", out)
+		_, errOut, code := runOamflow(t, "diff", "-f", file, "--revision", "9", "--kubeconfig", e.counted)
+		assert.Equal(t, ExitDiffError, code)
+		assert.Contains(t, errOut, "ApplicationRevision default/shop-v9 does not exist")
 	})
 
 	hubWrites, hubDry := e.hubCount.counts()
