@@ -59,3 +59,31 @@ func TestSentinelIdentity(t *testing.T) {
 	assert.Equal(t, "chart not found", a.Error())
 	assert.NotErrorIs(t, a, Sentinel("chart not found"), "two sentinels are different errors, whatever their text")
 }
+
+type awaited struct{ waiting bool }
+
+func (e awaited) Error() string { return "namespace team-x missing" }
+func (e awaited) Waiting() bool { return e.waiting }
+
+func TestIsWaiting(t *testing.T) {
+	gr := schema.GroupResource{Resource: "namespaces"}
+	cases := []struct {
+		reason   string
+		err      error
+		waiting  bool
+		terminal bool
+	}{
+		{reason: "no error does not wait", err: nil},
+		{reason: "an error saying it waits does, wrapped too", err: fmt.Errorf("cluster east: %w", awaited{waiting: true}), waiting: true},
+		{reason: "an error saying it does not wait does not", err: awaited{waiting: false}},
+		{reason: "the API server's NotFound of a namespace is retried, not awaited (only the keeper knows it may appear)", err: apierrors.NewNotFound(gr, "team-x")},
+		{reason: "a conflict is neither awaited nor terminal", err: apierrors.NewConflict(gr, "team-x", errors.New("changed"))},
+		{reason: "Invalid is terminal, not awaited", err: apierrors.NewInvalid(schema.GroupKind{Kind: "Namespace"}, "Team X", nil), terminal: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			assert.Equal(t, tc.waiting, IsWaiting(tc.err), "IsWaiting")
+			assert.Equal(t, tc.terminal, IsTerminal(tc.err), "IsTerminal")
+		})
+	}
+}
