@@ -92,10 +92,12 @@ func ParsePlatforms(s string) ([]Platform, error) {
 func HostPlatform() Platform { return Platform{OS: "linux", Arch: runtime.GOARCH} }
 
 // GoBuildArgs are the arguments of `go build` for a static, reproducible
-// binary: no cgo, no local paths, no build ID, symbols stripped. The
-// Dockerfile runs the same command.
+// binary: no cgo, no local paths, no build ID, no VCS stamp (a checkout
+// with or without .git, clean or not, builds the same bytes; the commit is
+// the image's revision label), symbols stripped. The Dockerfile runs the
+// same command.
 func GoBuildArgs(out string) []string {
-	return []string{"build", "-trimpath", "-ldflags=" + ldflags, "-o", out, "./cmd/oamflow-controller"}
+	return []string{"build", "-trimpath", "-buildvcs=false", "-ldflags=" + ldflags, "-o", out, "./cmd/oamflow-controller"}
 }
 
 // BuildBinaries cross-compiles cmd/oamflow-controller (in the module at
@@ -110,7 +112,7 @@ func BuildBinaries(ctx context.Context, root, dir string, platforms []Platform, 
 		}
 		cmd := exec.CommandContext(ctx, "go", GoBuildArgs(out)...)
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch, "GOFLAGS=-mod=readonly")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch)
 		cmd.Stdout, cmd.Stderr = stderr, stderr
 		if err := cmd.Run(); err != nil {
 			return nil, fmt.Errorf("building oamflow-controller for %s: %w", p, err)

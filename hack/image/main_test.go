@@ -179,7 +179,7 @@ func TestDockerfileEquivalent(t *testing.T) {
 	df := string(b)
 	for _, want := range []string{
 		"CGO_ENABLED=0",
-		`go build -trimpath -ldflags="` + ldflags + `" -o /out/oamflow-controller ./cmd/oamflow-controller`,
+		`go build -trimpath -buildvcs=false -ldflags="` + ldflags + `" -o /out/oamflow-controller ./cmd/oamflow-controller`,
 		"FROM scratch",
 		"COPY --from=build /etc/ssl/certs/ca-certificates.crt /" + caPath,
 		"COPY --from=build /out/oamflow-controller /" + binaryPath,
