@@ -96,11 +96,11 @@ spec:
 // deleted by GC on each member, or kept with keepLegacyResource; a
 // Deployment another Application owns is a conflict naming it; drift is an
 // update, a field another manager owns is not shown; an unreachable member
-// is unknown (exit 2 unless --ignore-unreachable). That diff writes
-// nothing is counted at the API servers by pkg/cli's
-// TestDiffAgainstAPIServers.
+// is unknown (exit 2 unless --ignore-unreachable). Every API server keeps
+// an audit log; at the end the requests diff sent (its User-Agent) are
+// counted per cluster: some reads and dry-runs, 0 writes.
 func TestDiffAcceptance(t *testing.T) {
-	env := framework.Start(t, 3)
+	env := framework.Start(t, 3, framework.WithAuditLog())
 	hub := env.Cluster(t, "local")
 	m1, m2 := env.Cluster(t, "member-1"), env.Cluster(t, "member-2")
 	for _, m := range []*framework.Cluster{m1, m2} {
@@ -141,6 +141,17 @@ func TestDiffAcceptance(t *testing.T) {
 		mcWaitRunningGeneration(t, hubClient, key, 3*time.Minute)
 	}
 
+	defer t.Run("NoWritesAtAnyAPIServer", func(t *testing.T) {
+		for _, name := range []string{"local", "member-1", "member-2"} {
+			n := countDiffRequests(t, env.Manager.AuditLogPath(name))
+			t.Logf("cluster %s: diff sent %d requests, %d of them dry-run writes, %d writes", name, n.all, n.dryRun, len(n.writes))
+			assert.NotZero(t, n.all, "cluster %s: the audit log holds diff's requests", name)
+			assert.Empty(t, n.writes, "cluster %s: diff wrote", name)
+			if name != "local" {
+				assert.NotZero(t, n.dryRun, "cluster %s: diff compares through dry-run applies", name)
+			}
+		}
+	})
 	base := diffE2EOpts{mode2: "two"}
 	up(t, base)
 	ok := t.Run("UpThenDiffIsClean", func(t *testing.T) {
@@ -232,4 +243,40 @@ func TestDiffAcceptance(t *testing.T) {
 		_, code = diff(t, base, "--ignore-unreachable")
 		assert.Equal(t, cli.ExitDiffChanges, code, "member-1's drift is still a change")
 	})
+}
+
+// diffRequests counts the requests of one audit log sent by `oamflow diff`.
+type diffRequests struct {
+	all, dryRun int
+	// writes are the verb and URI of every request that could change
+	// something: neither a read nor a dry-run.
+	writes []string
+}
+
+// countDiffRequests reads a kube-apiserver audit log (JSON Events, one a
+// line) and counts the requests whose User-Agent is diff's.
+func countDiffRequests(t *testing.T, path string) diffRequests {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var n diffRequests
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var ev struct{ Verb, RequestURI, UserAgent, Stage string }
+		require.NoError(t, json.Unmarshal([]byte(line), &ev), "audit log %s", path)
+		if !strings.HasPrefix(ev.UserAgent, cli.DiffUserAgentPrefix) || ev.Stage != "ResponseComplete" {
+			continue
+		}
+		n.all++
+		switch {
+		case ev.Verb == "get" || ev.Verb == "list" || ev.Verb == "watch":
+		case strings.Contains(ev.RequestURI, "dryRun=All"):
+			n.dryRun++
+		default:
+			n.writes = append(n.writes, ev.Verb+" "+ev.RequestURI)
+		}
+	}
+	return n
 }

@@ -64,6 +64,10 @@ func WithNodes(n int) Option { return func(o *localcluster.UpOptions) { o.Nodes 
 // WithTimeout bounds the start (default 3 minutes).
 func WithTimeout(d time.Duration) Option { return func(o *localcluster.UpOptions) { o.Timeout = d } }
 
+// WithAuditLog makes every kube-apiserver write an audit log of all
+// requests (see localcluster.UpOptions.AuditLog and Manager.AuditLogPath).
+func WithAuditLog() Option { return func(o *localcluster.UpOptions) { o.AuditLog = true } }
+
 // BinDir returns the binary directory, failing t (with the command that
 // builds them) when the binaries are missing.
 func BinDir(t testing.TB) string {

@@ -61,6 +61,11 @@ type diffOptions struct {
 	live    []string
 }
 
+// DiffUserAgentPrefix starts the User-Agent of every request `oamflow diff`
+// sends, to the hub and to member clusters ("oamflow-diff/<version>"), so
+// that an API server's audit log tells diff's requests apart.
+const DiffUserAgentPrefix = "oamflow-diff/"
+
 func newDiffCommand(g *GlobalOptions) *cobra.Command {
 	o := &diffOptions{global: g}
 	cmd := &cobra.Command{
@@ -126,6 +131,7 @@ read-only object missing), or a target cluster unreachable (unless
   oamflow diff -f app.yaml -o json --ignore-unreachable`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			g.userAgent = DiffUserAgentPrefix + Version
 			code, err := o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err != nil {
 				return &ExitError{Code: ExitDiffError, Err: err}
@@ -282,7 +288,7 @@ func (o *diffOptions) load(ctx context.Context, stdin io.Reader, errOut io.Write
 	if err != nil {
 		return nil, nil, err
 	}
-	reg, err := multicluster.NewRegistry(hub, cfg)
+	reg, err := multicluster.NewRegistry(hub, cfg, multicluster.WithUserAgent(cfg.UserAgent))
 	if err != nil {
 		return nil, nil, err
 	}

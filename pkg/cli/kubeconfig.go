@@ -39,6 +39,9 @@ func (o *GlobalOptions) RESTConfig() (*rest.Config, error) {
 		d := multicluster.DefaultClientSettings()
 		cfg.QPS, cfg.Burst = d.QPS, d.Burst
 	}
+	if o.userAgent != "" {
+		cfg.UserAgent = o.userAgent
+	}
 	return cfg, nil
 }
 

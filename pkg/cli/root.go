@@ -65,6 +65,9 @@ type GlobalOptions struct {
 	Namespace string
 	// Out and ErrOut are where commands print.
 	Out, ErrOut io.Writer
+	// userAgent, when set by a command, is the User-Agent of its requests
+	// (default client-go's).
+	userAgent string
 }
 
 // NewRootCommand builds the oamflow command tree.

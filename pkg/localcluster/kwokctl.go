@@ -147,8 +147,9 @@ type extraArgs struct {
 // renderKwokctlConfig returns the kwokctl configuration (YAML) of one cluster:
 // binary runtime, our binaries by absolute path, tools we never provide
 // pointed at a missing local file (so kwokctl cannot download them), loopback
-// only, the given ports, and the scale options.
-func renderKwokctlConfig(l layout, binDir string, ports Ports, o UpOptions) ([]byte, error) {
+// only, the given ports, and the scale options. With o.AuditLog,
+// kube-apiserver of cluster name logs every request (auditPolicy).
+func renderKwokctlConfig(l layout, name, binDir string, ports Ports, o UpOptions) ([]byte, error) {
 	bin := func(name string) string { return filepath.Join(binDir, name) }
 	cfg := kwokctlConfig{
 		APIVersion: "config.kwok.x-k8s.io/v1alpha1",
@@ -175,11 +176,18 @@ func renderKwokctlConfig(l layout, binDir string, ports Ports, o UpOptions) ([]b
 			DisableQPSLimits:            o.DisableQPSLimits,
 		},
 	}
+	var apiArgs []extraArgs
 	if o.ServiceCIDR != "" {
-		cfg.ComponentsPatches = append(cfg.ComponentsPatches, componentPatch{
-			Name:      CompKubeAPIServer,
-			ExtraArgs: []extraArgs{{Key: "service-cluster-ip-range", Value: o.ServiceCIDR}},
-		})
+		apiArgs = append(apiArgs, extraArgs{Key: "service-cluster-ip-range", Value: o.ServiceCIDR})
+	}
+	if o.AuditLog {
+		apiArgs = append(apiArgs,
+			extraArgs{Key: "audit-policy-file", Value: l.auditPolicyPath(name)},
+			extraArgs{Key: "audit-log-path", Value: l.auditLogPath(name)},
+			extraArgs{Key: "audit-log-format", Value: "json"})
+	}
+	if len(apiArgs) > 0 {
+		cfg.ComponentsPatches = append(cfg.ComponentsPatches, componentPatch{Name: CompKubeAPIServer, ExtraArgs: apiArgs})
 	}
 	b, err := yaml.Marshal(cfg)
 	if err != nil {
@@ -187,6 +195,16 @@ func renderKwokctlConfig(l layout, binDir string, ports Ports, o UpOptions) ([]b
 	}
 	return b, nil
 }
+
+// auditPolicy logs every request once, when its response is complete,
+// with its metadata (verb, URI with query, user, user agent, code) and no
+// bodies.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+  - level: Metadata
+`
 
 // scaleNodeArgs are the arguments that make kwokName have n fake nodes.
 func scaleNodeArgs(kwokName string, n int) []string {

@@ -24,6 +24,14 @@ func TestRenderKwokctlConfig(t *testing.T) {
 			wantPatches: []componentPatch{{Name: "kube-apiserver", ExtraArgs: []extraArgs{{Key: "service-cluster-ip-range", Value: DefaultServiceCIDR}}}},
 			wantNoQPS:   true,
 		},
+		"AuditLog": {
+			reason: "an audit log asks kube-apiserver for every request's metadata in the cluster's folder",
+			opts:   UpOptions{Clusters: 1, Nodes: 2, AuditLog: true},
+			wantPatches: []componentPatch{{Name: "kube-apiserver", ExtraArgs: []extraArgs{
+				{Key: "audit-policy-file", Value: "/h/clusters/local/audit-policy.yaml"},
+				{Key: "audit-log-path", Value: "/h/clusters/local/audit.log"},
+				{Key: "audit-log-format", Value: "json"}}}},
+		},
 		"Plain": {
 			reason: "no Service range and QPS limits kept",
 			opts:   UpOptions{Clusters: 1, Nodes: 2},
@@ -31,7 +39,7 @@ func TestRenderKwokctlConfig(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			b, err := renderKwokctlConfig(l, "/bin/k8s", ports, tc.opts)
+			b, err := renderKwokctlConfig(l, "local", "/bin/k8s", ports, tc.opts)
 			require.NoError(t, err)
 			var got kwokctlConfig
 			require.NoError(t, yaml.UnmarshalStrict(b, &got))

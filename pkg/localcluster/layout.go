@@ -55,6 +55,12 @@ func (l layout) clusterDir(name string) string { return filepath.Join(l.home, "c
 func (l layout) kubeconfigPath(name string) string {
 	return filepath.Join(l.clusterDir(name), "kubeconfig.yaml")
 }
+func (l layout) auditPolicyPath(name string) string {
+	return filepath.Join(l.clusterDir(name), "audit-policy.yaml")
+}
+func (l layout) auditLogPath(name string) string {
+	return filepath.Join(l.clusterDir(name), "audit.log")
+}
 func (l layout) kwokctlConfigPath(name string) string {
 	return filepath.Join(l.clusterDir(name), "kwokctl.yaml")
 }

@@ -71,6 +71,11 @@ func (m *Manager) Home() string { return m.layout.home }
 // BinDir returns the binary directory.
 func (m *Manager) BinDir() string { return m.binDir }
 
+// AuditLogPath is the audit log of cluster name's kube-apiserver when the
+// clusters were started with UpOptions.AuditLog (JSON audit.k8s.io/v1
+// Events, one per line).
+func (m *Manager) AuditLogPath(name string) string { return m.layout.auditLogPath(name) }
+
 // ClusterStatus describes one cluster of the set.
 type ClusterStatus struct {
 	// Name is "local" or "member-<k>".
@@ -393,7 +398,7 @@ func (m *Manager) planClusters(ctx context.Context, st *state, names []string, o
 				return planned, fmt.Errorf("cluster %s: clearing leftovers: %w", name, err)
 			}
 		}
-		cfg, err := renderKwokctlConfig(m.layout, m.binDir, ports, o)
+		cfg, err := renderKwokctlConfig(m.layout, name, m.binDir, ports, o)
 		if err != nil {
 			return planned, err
 		}
@@ -402,6 +407,11 @@ func (m *Manager) planClusters(ctx context.Context, st *state, names []string, o
 		}
 		if err := os.WriteFile(m.layout.kwokctlConfigPath(name), cfg, 0o644); err != nil {
 			return planned, fmt.Errorf("cluster %s: writing kwokctl configuration: %w", name, err)
+		}
+		if o.AuditLog {
+			if err := os.WriteFile(m.layout.auditPolicyPath(name), []byte(auditPolicy), 0o644); err != nil {
+				return planned, fmt.Errorf("cluster %s: writing the audit policy: %w", name, err)
+			}
 		}
 		st.put(rec)
 		planned = append(planned, rec)

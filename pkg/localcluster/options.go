@@ -38,6 +38,10 @@ type UpOptions struct {
 	// ServiceCIDR is kube-apiserver's Service IP range ("" keeps its default
 	// 10.0.0.0/24, about 250 Services).
 	ServiceCIDR string
+	// AuditLog makes each kube-apiserver write an audit log of every
+	// request (level Metadata, one JSON event per line at ResponseComplete)
+	// to Manager.AuditLogPath; tests count requests with it.
+	AuditLog bool
 }
 
 // DefaultUpOptions returns the options of `oamflow local up` without flags:

@@ -49,6 +49,7 @@ type Registry struct {
 	namespace string
 	scheme    *runtime.Scheme
 	defaults  ClientSettings
+	userAgent string
 
 	mu      sync.RWMutex
 	entries map[string]*entry
@@ -123,6 +124,13 @@ func WithClientSettings(s ClientSettings) Option {
 			r.defaults.Timeout = s.Timeout
 		}
 	}
+}
+
+// WithUserAgent sets the User-Agent of member-cluster clients (default
+// client-go's, from the program's name), so that a cluster's audit log
+// tells which oamflow program sent a request.
+func WithUserAgent(ua string) Option {
+	return func(r *Registry) { r.userAgent = ua }
 }
 
 // NewRegistry returns a registry whose hub is reached with hub and
@@ -287,6 +295,9 @@ func (r *Registry) rebuild(ctx context.Context, s *corev1.Secret, old *entry) (*
 		e.config, e.client, e.http, e.discovery, e.version, e.as = old.config, old.client, old.http, old.discovery, old.version, old.as
 		reused = true
 	default:
+		if r.userAgent != "" {
+			p.config.UserAgent = r.userAgent
+		}
 		if err := e.build(p.config, r.scheme); err != nil {
 			e.cluster.Err = &MisconfiguredError{Cluster: s.Name, Namespace: s.Namespace, Reason: err.Error()}
 		}
