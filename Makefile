@@ -108,6 +108,10 @@ demo-down: ## Stop the demo's controller and local clusters.
 .PHONY: test
 test: k8s-binaries test-unit e2e ## Run every test: unit, envtest (real kube-apiserver + etcd) and e2e on local clusters.
 
+.PHONY: faults
+faults: k8s-binaries ## Fault suite (minutes): SIGKILL the controller while Applications churn, then check nothing is lost or left behind. FAULTS_SEED replays a run.
+	$(GO) test -tags faults -timeout 30m -v ./e2e/faults/
+
 .PHONY: test-unit
 test-unit: k8s-binaries ## Unit and envtest tests (go test ./...).
 	$(GO) test $(TEST_FLAGS) $(PKGS)
