@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,8 +79,10 @@ The Application of the -f files (with the definitions, Policy and Workflow
 objects in the same files, as ` + "`up`" + ` reads them) is validated as ` + "`up`" + `
 validates it, then rendered as the controller renders it: each deploy and
 apply-component step of its workflow, topology and override policies per
-target cluster (a step with an if condition is planned too, and its
-changes say "only if step S runs": diff does not decide conditions). Every
+target cluster (a step with an if condition is planned too; its changes
+say whether the condition holds on the live Application's status from its
+last run, "depends on S" when it reads a step S that status does not have,
+or "only if step S runs" when it reads inputs or context). Every
 object goes through the controller's own apply plan
 (ownership, adoption, shared-resource, read-only and apply-once policies)
 and is sent to its cluster as a server-side apply dry run (dryRun=All)
@@ -174,8 +177,8 @@ type diffItem struct {
 	step      string
 	component string
 	obj       *unstructured.Unstructured
-	// cond is the step's if condition (its group's too), when the step
-	// may not run.
+	// cond notes the step's if condition (its group's too), when the
+	// step may not run (conditionNote).
 	cond string
 }
 
@@ -199,7 +202,7 @@ func stepConditions(af *appfile.AppFile) map[string]string {
 			c := cond(sub.If)
 			switch {
 			case out[s.Name] != "" && c != "":
-				c = out[s.Name] + " and " + c
+				c = "(" + out[s.Name] + ") && (" + c + ")"
 			case out[s.Name] != "":
 				c = out[s.Name]
 			}
@@ -407,7 +410,23 @@ func (o *diffOptions) renderAs(ctx context.Context, hub client.Client, reg *mult
 		return nil, asUserError(err)
 	}
 	di := &diffInput{app: app, af: af, revision: n, items: map[string][]diffItem{}}
+	var live map[string]wfv1alpha1.StepStatus
+	if hub != nil {
+		cur := &v1beta1.Application{}
+		err := hub.Get(ctx, client.ObjectKeyFromObject(app), cur)
+		switch {
+		case err == nil:
+			live = liveStepStatus(cur)
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading the live Application %s/%s: %w", app.Namespace, app.Name, err)
+		}
+	}
 	conds := stepConditions(af)
+	for step, c := range conds {
+		if c != "" {
+			conds[step] = conditionNote(step, c, live)
+		}
+	}
 	index := map[string]int{}
 	for _, p := range plans {
 		for _, w := range p.Warnings {
@@ -683,7 +702,7 @@ func noteCondition(od *diffEntry, it diffItem) {
 	if it.cond == "" || od.Action == actionUnchanged {
 		return
 	}
-	note := fmt.Sprintf("only if step %s runs (if: %s; not decided by diff)", it.step, it.cond)
+	note := it.cond
 	if od.Message != "" {
 		note = od.Message + "; " + note
 	}
