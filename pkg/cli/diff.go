@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -78,7 +79,8 @@ workflow deploys to, without changing anything.
 The Application of the -f files (with the definitions, Policy and Workflow
 objects in the same files, as ` + "`up`" + ` reads them) is validated as ` + "`up`" + `
 validates it, then rendered as the controller renders it: each deploy and
-apply-component step of its workflow, topology and override policies per
+apply-component step of its workflow (and the object of each apply-object
+step, on its cluster), topology and override policies per
 target cluster (a step with an if condition is planned too; its changes
 say whether the condition holds on the live Application's status from its
 last run, "depends on S" when it reads a step S that status does not have,
@@ -470,7 +472,74 @@ func (o *diffOptions) renderAs(ctx context.Context, hub client.Client, reg *mult
 			}
 		}
 	}
+	objs, err := applyObjectItems(af, revision.Name(app.Name, n), conds)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if _, ok := di.items[o.cluster]; !ok {
+			di.clusters = append(di.clusters, o.cluster)
+		}
+		key := o.cluster + "|" + objectKey(o.item.obj)
+		if i, ok := index[key]; ok {
+			di.items[o.cluster][i] = o.item
+			continue
+		}
+		index[key] = len(di.items[o.cluster])
+		di.items[o.cluster] = append(di.items[o.cluster], o.item)
+	}
 	return di, nil
+}
+
+// stepTypeApplyObject is the built-in step applying properties.value to
+// properties.cluster (definitions/workflowsteps/apply-object.cue).
+const stepTypeApplyObject = "apply-object"
+
+type clusterItem struct {
+	cluster string
+	item    diffItem
+}
+
+// applyObjectItems are the objects af's apply-object steps would apply, as
+// the step applies them: the step's value, in the Application's namespace
+// when it names none, with the app name, namespace and revision labels
+// the workflow's kube provider adds, to the step's cluster (the hub when
+// empty). They are diffed after the deploy steps' objects.
+func applyObjectItems(af *appfile.AppFile, rev string, conds map[string]string) ([]clusterItem, error) {
+	if af.Workflow == nil {
+		return nil, nil
+	}
+	var out []clusterItem
+	for _, s := range af.Workflow.Steps {
+		for _, st := range append([]*appfile.WorkflowStep{s}, s.SubSteps...) {
+			if st.Type != stepTypeApplyObject {
+				continue
+			}
+			v, ok := st.Properties["value"].(map[string]any)
+			if !ok {
+				return nil, userErrorf("workflow step %q (apply-object): properties.value: expected an object (apiVersion, kind, metadata...)", st.Name)
+			}
+			obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(v)}
+			if obj.GetKind() == "" || obj.GetAPIVersion() == "" || obj.GetName() == "" {
+				return nil, userErrorf("workflow step %q (apply-object): properties.value: expected apiVersion, kind and metadata.name", st.Name)
+			}
+			if obj.GetNamespace() == "" {
+				obj.SetNamespace(af.Namespace)
+			}
+			labels := obj.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[v1beta1.LabelAppName], labels[v1beta1.LabelAppNamespace], labels[v1beta1.LabelAppRevision] = af.Name, af.Namespace, rev
+			obj.SetLabels(labels)
+			cl, _ := st.Properties["cluster"].(string)
+			if multicluster.IsLocal(cl) {
+				cl = v1beta1.ClusterLocal
+			}
+			out = append(out, clusterItem{cluster: cl, item: diffItem{step: st.Name, obj: obj, cond: conds[st.Name]}})
+		}
+	}
+	return out, nil
 }
 
 // objectKey identifies an object by API group, kind, namespace and name.

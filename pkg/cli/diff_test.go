@@ -222,6 +222,15 @@ func TestDiffAgainstAPIServers(t *testing.T) {
 		assert.Contains(t, out, "Plan: 0 to create, 0 to update, 0 to delete, 0 conflict(s), 4 unchanged")
 	})
 
+	t.Run("an apply-object step: its object on its cluster, its if decided from the live status", func(t *testing.T) {
+		out, code := e.diff(t, diffApp(diffAppOpts{mode: "a", object: true}))
+		assert.Equal(t, ExitDiffChanges, code, out)
+		assert.Contains(t, out, "cluster member-1:\n  + create ConfigMap default/note (step note)")
+		assert.Contains(t, out, "depends on deploy-local (step note runs only if: status[\"deploy-local\"].succeeded; not in the live Application's status)",
+			"no controller ran the workflow here: the live Application has no step status")
+		assert.Contains(t, out, "Plan: 1 to create, 0 to update, 0 to delete, 0 conflict(s), 4 unchanged")
+	})
+
 	t.Run("one override value changed: exactly that field on exactly that member", func(t *testing.T) {
 		out, code := e.diff(t, diffApp(diffAppOpts{mode: "b"}), "-o", "json")
 		assert.Equal(t, ExitDiffChanges, code, out)
@@ -516,6 +525,9 @@ type diffAppOpts struct {
 	gc string
 	// down adds the unreachable member-down to the member step.
 	down bool
+	// object adds an apply-object step putting a ConfigMap on member-1,
+	// under an if condition reading deploy-local's outcome.
+	object bool
 }
 
 // diffApp is an Application deploying web to the hub and to member-1
@@ -593,6 +605,15 @@ spec:
         type: deploy
         properties: {policies: [to-members, member-env]}
 `)
+	if o.object {
+		b.WriteString(`      - name: note
+        type: apply-object
+        if: status["deploy-local"].succeeded
+        properties:
+          cluster: member-1
+          value: {apiVersion: v1, kind: ConfigMap, metadata: {name: note}, data: {k: v}}
+`)
+	}
 	return b.String()
 }
 
