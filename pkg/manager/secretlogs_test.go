@@ -33,7 +33,7 @@ workflow:
       value:
         apiVersion: v1
         kind: Secret
-        metadata: {name: db, namespace: no-such-namespace}
+        metadata: {name: db, namespace: default, labels: {"not a label key!": x}}
         stringData: {password: `+value+`}
         data: {token: `+encoded+`}
 `)

@@ -686,14 +686,15 @@ components:
 	require.NoError(t, c.Create(ctx, app))
 	waitPhase(t, app, common.ApplicationRunning)
 
-	// The namespace admin takes the write rights away, and someone edits
-	// the ConfigMap.
-	require.NoError(t, c.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "deployer-tenant-admin"}}))
+	// The namespace admin takes the write rights away (granting view
+	// first, so that no health check sees no rights at all), and someone
+	// edits the ConfigMap.
 	require.NoError(t, c.Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "deployer-tenant-view", Namespace: e.ns},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "tenant-view"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "deployer", Namespace: e.ns}},
 	}))
+	require.NoError(t, c.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "deployer-tenant-admin"}}))
 	cm := &corev1.ConfigMap{}
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "drifty"}, cm))
 	cm.Data["k"] = "edited"

@@ -16,6 +16,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/helm/helmspec"
+	"github.com/oamflow/oamflow/pkg/tenancy"
 )
 
 // Labels of the namespaces oamflow creates for an Application. They are
@@ -131,6 +132,15 @@ func (k *Keeper) ensureNamespace(ctx context.Context, c client.Client, cluster, 
 	case err == nil && live.DeletionTimestamp != nil:
 		return false, &NamespaceTerminatingError{Cluster: normCluster(cluster), Namespace: name}
 	case err == nil:
+		return false, nil
+	case apierrors.IsForbidden(err) || tenancy.IsRefusal(err):
+		// The Application may not read namespaces: its identity is bound
+		// to Roles in its namespaces only (Forbidden), or, in lockdown,
+		// cluster-scoped objects are outside its scope. Leave the
+		// namespace to Apply, whose own error names the object it could
+		// not write; nothing is created with more rights than the
+		// Application's.
+		logf.FromContext(ctx).V(1).Info("may not read the target namespace: left to apply", "namespace", name, "cluster", clusterOrLocal(normCluster(cluster)))
 		return false, nil
 	case !apierrors.IsNotFound(err):
 		return false, fmt.Errorf("reading namespace %q in cluster %s: %w", name, clusterOrLocal(normCluster(cluster)), err)
