@@ -134,7 +134,14 @@ read-only object missing), or a target cluster unreachable (unless
 		Example: `  oamflow diff -f app.yaml
   oamflow diff -f app.yaml -f policies.yaml -v
   oamflow diff -f app.yaml -o json --ignore-unreachable`,
-		Args: noArgs,
+		// Bad arguments or flags are "the plan could not be made" (2),
+		// not "changes" (1), which other commands' usage errors exit with.
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := noArgs(cmd, args); err != nil {
+				return &ExitError{Code: ExitDiffError, Err: err}
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			g.userAgent = DiffUserAgentPrefix + Version
 			code, err := o.run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -147,6 +154,7 @@ read-only object missing), or a target cluster unreachable (unless
 			return nil
 		},
 	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &ExitError{Code: ExitDiffError, Err: err} })
 	f := cmd.Flags()
 	f.StringSliceVarP(&o.files, "file", "f", nil, "file(s) with the Application, comma-separated or repeated; \"-\" reads stdin (required)")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -96,9 +98,9 @@ func TestMaskSecretData(t *testing.T) {
 		assert.NotContains(t, out, v, "no Secret value is printed")
 	}
 	assert.Equal(t, after["data"].(map[string]any)["same"], live["data"].(map[string]any)["same"], "an unchanged key shows the same on both sides (no diff line)")
-	assert.Contains(t, after["data"].(map[string]any)["same"], "<unchanged sha256:")
-	assert.Contains(t, after["data"].(map[string]any)["old"], "<changed sha256:")
-	assert.Contains(t, after["data"].(map[string]any)["added"], "<changed sha256:")
+	assert.Contains(t, after["data"].(map[string]any)["same"], "<unchanged hmac:")
+	assert.Contains(t, after["data"].(map[string]any)["old"], "<changed hmac:")
+	assert.Contains(t, after["data"].(map[string]any)["added"], "<changed hmac:")
 	assert.NotContains(t, out, "-  same", "an unchanged key is context at most")
 	assert.NotContains(t, out, "+  same", "an unchanged key is context at most")
 }
@@ -212,7 +214,7 @@ func TestDiffAgainstAPIServers(t *testing.T) {
 		assert.Contains(t, out, "+ create Secret default/creds (component config")
 		assert.NotContains(t, out, "s3cret")
 		assert.NotContains(t, out, "czNjcmV0", "not even base64")
-		assert.Contains(t, out, "password: <changed sha256:")
+		assert.Contains(t, out, "password: <changed hmac:")
 	})
 
 	e.apply(t, diffApp(diffAppOpts{mode: "a"}))
@@ -676,7 +678,7 @@ data: {a: b}
 		{reason: "the live objects as rendered, with server defaults and status: unchanged",
 			live: liveOf(nil), code: ExitDiffNone, contains: []string{"4 unchanged"}, absent: []string{"replicas", "progressDeadline"}},
 		{reason: "nothing live: creates",
-			live: "", code: ExitDiffChanges, contains: []string{"+ create Deployment default/web", "password: <changed sha256:"}, absent: []string{"s3cret"}},
+			live: "", code: ExitDiffChanges, contains: []string{"+ create Deployment default/web", "password: <changed hmac:"}, absent: []string{"s3cret"}},
 		{reason: "a changed image is an update of that field",
 			live: liveOf(func(obj *unstructured.Unstructured) {
 				if obj.GetKind() == "Deployment" && obj.GetLabels()[v1beta1.LabelAppCluster] == "" {
@@ -692,7 +694,7 @@ data: {a: b}
 					obj.Object["data"] = map[string]any{"password": base64.StdEncoding.EncodeToString([]byte("old-pass"))}
 				}
 			}),
-			code: ExitDiffChanges, contains: []string{"~ update Secret default/creds", "+  password: <changed sha256:"}, absent: []string{"old-pass", "s3cret"}},
+			code: ExitDiffChanges, contains: []string{"~ update Secret default/creds", "+  password: <changed hmac:"}, absent: []string{"old-pass", "s3cret"}},
 		{reason: "another Application's object is a conflict",
 			live: liveOf(func(obj *unstructured.Unstructured) {
 				if obj.GetKind() == "ConfigMap" {
@@ -728,4 +730,33 @@ data: {a: b}
 	_, errOut, code := runOamflow(t, "diff", "--offline", "-f", appFile)
 	assert.Equal(t, ExitDiffError, code)
 	assert.Contains(t, errOut, "--offline compares with the objects of --live")
+
+	// Usage errors are "the plan could not be made" (2), not "changes" (1).
+	usage := []struct {
+		reason string
+		args   []string
+		want   string
+	}{
+		{reason: "an unknown flag", args: []string{"--bogus"}, want: "unknown flag: --bogus"},
+		{reason: "a flag value of the wrong type", args: []string{"--max-components", "abc"}, want: `invalid argument "abc"`},
+		{reason: "a stray argument", args: []string{"stray"}, want: "unexpected arguments"},
+	}
+	for _, tc := range usage {
+		t.Run(tc.reason, func(t *testing.T) {
+			_, errOut, code := runOamflow(t, append([]string{"diff", "--offline", "-f", appFile, "--live", appFile}, tc.args...)...)
+			assert.Equal(t, ExitDiffError, code, errOut)
+			assert.Contains(t, errOut, tc.want)
+		})
+	}
+}
+
+// TestSecretHashIsKeyed: the hash shown for a Secret value is not the
+// plain sha256 of the value (a weak one could be looked up from a CI log),
+// but tells values apart within a run.
+func TestSecretHashIsKeyed(t *testing.T) {
+	plain := sha256.Sum256([]byte("YWRtaW4="))
+	got := secretHash("YWRtaW4=")
+	assert.NotContains(t, got, hex.EncodeToString(plain[:6]))
+	assert.Equal(t, got, secretHash("YWRtaW4="), "the same value, the same mark within a run")
+	assert.NotEqual(t, got, secretHash("YWRtaW5="), "different values, different marks")
 }

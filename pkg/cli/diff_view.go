@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -313,9 +315,22 @@ func maskSecretData(live, after map[string]any) {
 	}
 }
 
-// secretHash is a short sha256 of a Secret value, enough to tell values
-// apart, not to recover them.
+// secretHashKey keys secretHash: random, made once per process, never
+// written again. Without a key the short hash of a weak value ("admin")
+// could be looked up in a dictionary from a CI log.
+var secretHashKey = func() []byte {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		panic(fmt.Sprintf("reading random bytes: %v", err))
+	}
+	return k
+}()
+
+// secretHash is a short HMAC-SHA256 of a Secret value under a key of this
+// run, enough to tell values apart within one diff, not to recover them
+// or to compare them across runs.
 func secretHash(v any) string {
-	sum := sha256.Sum256([]byte(fmt.Sprint(v)))
-	return "sha256:" + hex.EncodeToString(sum[:6])
+	m := hmac.New(sha256.New, secretHashKey)
+	m.Write([]byte(fmt.Sprint(v)))
+	return "hmac:" + hex.EncodeToString(m.Sum(nil)[:6])
 }
