@@ -60,7 +60,10 @@ type diffOptions struct {
 	revision int64
 	// offline compares with the objects of the live files instead.
 	offline bool
-	live    []string
+	// clusterLabels name the offline clusters a clusterLabelSelector
+	// picks from (as dry-run's --cluster-labels).
+	clusterLabels []string
+	live          []string
 }
 
 // DiffUserAgentPrefix starts the User-Agent of every request `oamflow diff`
@@ -161,6 +164,7 @@ read-only object missing), or a target cluster unreachable (unless
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "list unchanged objects too")
 	f.BoolVar(&o.ignoreUnreachable, "ignore-unreachable", false, "an unreachable cluster is shown as unknown but does not make the exit code 2")
 	f.Int64Var(&o.revision, "revision", 0, "diff the live Application's revision N (the spec and definitions it recorded, what a rollback to it would apply); -f names the Application")
+	f.StringArrayVar(&o.clusterLabels, "cluster-labels", nil, "with --offline, a cluster for clusterLabelSelector: NAME=KEY=VALUE[,KEY=VALUE] (repeatable)")
 	f.BoolVar(&o.offline, "offline", false, "contact no cluster: compare with the objects of --live (definitions: the files' and the built-ins)")
 	f.StringSliceVar(&o.live, "live", nil, "with --offline, YAML files or folders of the live objects (kubectl get -o yaml output; Lists are read item by item)")
 	f.StringVar(&o.chartRoot, "chart-root", ".", "folder holding the charts of helm components whose chart.source is a relative path")
@@ -399,6 +403,12 @@ func (o *diffOptions) renderAs(ctx context.Context, hub client.Client, reg *mult
 	if hub != nil {
 		src = appfile.Chain(inline, appfile.NewClusterSource(hub, app.Namespace, ""), builtins)
 		clusters, resolver = reg, reg
+	} else if len(o.clusterLabels) > 0 {
+		r, err := parseClusterLabels(o.clusterLabels)
+		if err != nil {
+			return nil, err
+		}
+		resolver = r
 	}
 	if snapshot != nil {
 		src = revision.Source(snapshot, builtins)

@@ -760,3 +760,17 @@ func TestSecretHashIsKeyed(t *testing.T) {
 	assert.Equal(t, got, secretHash("YWRtaW4="), "the same value, the same mark within a run")
 	assert.NotEqual(t, got, secretHash("YWRtaW5="), "different values, different marks")
 }
+
+// TestDiffOfflineClusterLabels: offline, --cluster-labels names the
+// clusters a clusterLabelSelector picks (the warning without it says to
+// give it; diff used to answer "unknown flag").
+func TestDiffOfflineClusterLabels(t *testing.T) {
+	live := writeFile(t, t.TempDir(), "live.yaml", "")
+	app := filepath.Join("..", "..", "examples", "multicluster-override", "app.yaml")
+	out, errOut, code := runOamflow(t, "diff", "--offline", "--live", live, "-f", app,
+		"--cluster-labels", "member-1=region=east", "--cluster-labels", "member-2=region=west")
+	assert.Equal(t, ExitDiffChanges, code, errOut)
+	assert.Contains(t, out, "cluster member-1:")
+	assert.Contains(t, out, "cluster member-2:")
+	assert.NotContains(t, errOut, "cannot be resolved offline")
+}

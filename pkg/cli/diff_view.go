@@ -331,6 +331,6 @@ var secretHashKey = func() []byte {
 // or to compare them across runs.
 func secretHash(v any) string {
 	m := hmac.New(sha256.New, secretHashKey)
-	m.Write([]byte(fmt.Sprint(v)))
+	fmt.Fprint(m, v)
 	return "hmac:" + hex.EncodeToString(m.Sum(nil)[:6])
 }
