@@ -24,12 +24,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -75,18 +72,7 @@ func TestImage(t *testing.T) {
 	env := framework.Start(t, 1, framework.WithNodes(1))
 	hub := env.Cluster(t, "local")
 	const ns = "oamflow-system"
-	getter := genericclioptions.NewConfigFlags(false)
-	kubeconfig, namespace := hub.Kubeconfig, ns
-	getter.KubeConfig, getter.Namespace = &kubeconfig, &namespace
-	cfg := &action.Configuration{}
-	require.NoError(t, cfg.Init(getter, ns, "secret", func(format string, v ...any) { t.Logf("helm: "+format, v...) }))
-	chrt, err := loader.Load(filepath.Join("..", "charts", "oamflow"))
-	require.NoError(t, err)
-	install := action.NewInstall(cfg)
-	install.ReleaseName, install.Namespace, install.CreateNamespace = "oamflow", ns, true
-	install.Timeout = 3 * time.Minute
-	_, err = install.Run(chrt, map[string]any{"image": map[string]any{"repository": repo, "digest": digest.String()}})
-	require.NoError(t, err, "helm install")
+	framework.InstallChart(t, hub, ns, map[string]any{"image": map[string]any{"repository": repo, "digest": digest.String()}})
 
 	scheme, err := manager.Scheme()
 	require.NoError(t, err)

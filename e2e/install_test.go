@@ -18,13 +18,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -55,19 +52,7 @@ func TestInstallChart(t *testing.T) {
 	const ns = "oamflow-system"
 
 	// helm install oamflow charts/oamflow -n oamflow-system --create-namespace
-	getter := genericclioptions.NewConfigFlags(false)
-	kubeconfig, namespace := hub.Kubeconfig, ns
-	getter.KubeConfig, getter.Namespace = &kubeconfig, &namespace
-	cfg := &action.Configuration{}
-	require.NoError(t, cfg.Init(getter, ns, "secret", func(format string, v ...any) { t.Logf("helm: "+format, v...) }))
-	chrt, err := loader.Load(filepath.Join("..", "charts", "oamflow"))
-	require.NoError(t, err)
-	install := action.NewInstall(cfg)
-	install.ReleaseName, install.Namespace, install.CreateNamespace = "oamflow", ns, true
-	install.Timeout = 3 * time.Minute
-	rel, err := install.Run(chrt, nil)
-	require.NoError(t, err, "helm install")
-	t.Logf("release %s: %s", rel.Name, rel.Info.Status)
+	framework.InstallChart(t, hub, ns, nil)
 
 	scheme, err := manager.Scheme()
 	require.NoError(t, err)
@@ -86,11 +71,7 @@ func TestInstallChart(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "oamflow-webhook"}, &admissionregistrationv1.ValidatingWebhookConfiguration{}))
 
 	// The same binary, outside the cluster, with the Deployment's flags.
-	bin := filepath.Join(t.TempDir(), "oamflow-controller")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/oamflow-controller")
-	build.Dir = ".."
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := framework.BuildController(t)
 	args := append([]string{}, dep.Spec.Template.Spec.Containers[0].Args...)
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freeTCPPort(t))
 	args = append(args, "--kubeconfig="+hub.Kubeconfig, "--metrics-bind-address="+metricsAddr,

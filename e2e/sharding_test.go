@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -18,13 +17,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -101,28 +97,13 @@ func TestShardingOutOfCluster(t *testing.T) {
 	hub := env.Cluster(t, "local")
 	ctx := context.Background()
 	const ns = "oamflow-system"
-	getter := genericclioptions.NewConfigFlags(false)
-	kubeconfig, namespace := hub.Kubeconfig, ns
-	getter.KubeConfig, getter.Namespace = &kubeconfig, &namespace
-	cfg := &action.Configuration{}
-	require.NoError(t, cfg.Init(getter, ns, "secret", func(format string, v ...any) { t.Logf("helm: "+format, v...) }))
-	chrt, err := loader.Load(filepath.Join("..", "charts", "oamflow"))
-	require.NoError(t, err)
-	install := action.NewInstall(cfg)
-	install.ReleaseName, install.Namespace, install.CreateNamespace = "oamflow", ns, true
-	install.Timeout = 3 * time.Minute
-	_, err = install.Run(chrt, map[string]any{"sharding": map[string]any{"enabled": true, "shards": []any{"shard-0", "shard-1"}}})
-	require.NoError(t, err, "helm install")
+	framework.InstallChart(t, hub, ns, map[string]any{"sharding": map[string]any{"enabled": true, "shards": []any{"shard-0", "shard-1"}}})
 
 	scheme, err := manager.Scheme()
 	require.NoError(t, err)
 	c, err := client.New(hub.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
-	bin := filepath.Join(t.TempDir(), "oamflow-controller")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/oamflow-controller")
-	build.Dir = ".."
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := framework.BuildController(t)
 	procs := map[string]*controllerProc{}
 	for shard, name := range map[string]string{"master": "oamflow-controller", "shard-0": "oamflow-controller-shard-0", "shard-1": "oamflow-controller-shard-1"} {
 		dep := &appsv1.Deployment{}

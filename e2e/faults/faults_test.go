@@ -19,7 +19,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -307,11 +306,7 @@ type controller struct {
 
 func newController(t *testing.T, kubeconfig string) *controller {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "oamflow-controller")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/oamflow-controller")
-	build.Dir = filepath.Join("..", "..")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := framework.BuildController(t)
 	log, err := os.CreateTemp("", "oamflow-faults-controller-*.log")
 	require.NoError(t, err)
 	t.Logf("controller log: %s", log.Name())
