@@ -362,3 +362,13 @@ func phaseReason(p common.ApplicationPhase) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
+
+// readyReason is the reason of the Ready condition ("" when it has none).
+func readyReason(app *v1beta1.Application) string {
+	for _, c := range app.Status.Conditions {
+		if c.Type == common.ConditionReady {
+			return c.Reason
+		}
+	}
+	return ""
+}

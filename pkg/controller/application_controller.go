@@ -1,0 +1,445 @@
+// Package controller reconciles Applications: it parses an Application
+// against its definitions, keeps its history as ApplicationRevisions, runs
+// its workflow (package workflow), and then watches over what the workflow
+// deployed — health, drift, and garbage left by older revisions — until
+// the Application changes or is deleted.
+//
+// One Reconcile reads as a list of small phases over a scope; each phase
+// fills the scope fields the next ones read and sets its own condition
+// (Parsed, Revision, Policy, Render, Workflow); a deferred function sets Ready,
+// derives status.status, emits an Event when the phase changed, and
+// patches the status once. Panics are recovered there and reported.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/cuex"
+	"github.com/oamflow/oamflow/pkg/health"
+	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/placement"
+	"github.com/oamflow/oamflow/pkg/render"
+	"github.com/oamflow/oamflow/pkg/resourcekeeper"
+	"github.com/oamflow/oamflow/pkg/revision"
+	"github.com/oamflow/oamflow/pkg/sharding"
+	"github.com/oamflow/oamflow/pkg/tenancy"
+)
+
+// Finalizer holds an Application until everything it deployed is gone.
+const Finalizer = "oamflow.dev/application"
+
+// Options configure the Reconciler.
+type Options struct {
+	// RevisionLimit is how many ApplicationRevisions are kept per
+	// Application unless a garbage-collect policy's applicationRevisionLimit
+	// says otherwise (0: revision.DefaultLimit).
+	RevisionLimit int
+	// StepTimeout is the timeout of workflow steps that set none (0: none).
+	StepTimeout time.Duration
+	// UnhealthyRequeue is how soon an unhealthy Application is checked
+	// again (0: 10s).
+	UnhealthyRequeue time.Duration
+	// Concurrency bounds parallel reconciles; it also sizes the pool of CUE
+	// engines (0: 1).
+	Concurrency int
+	// Budgets bound each Application (appfile.Budgets; zero: the defaults),
+	// as the webhook's do.
+	Budgets appfile.Budgets
+	// Abandoned counts the workers' timed-out CUE evaluations still
+	// running (cuex.WithAbandoned; shared with the webhook by the manager;
+	// nil: each worker's engine counts its own).
+	Abandoned *cuex.Abandoned
+	// Tenancy says who the controller acts as for each Application and
+	// where it may act (package tenancy); the zero value is single-tenant
+	// mode, as before tenancy existed.
+	Tenancy tenancy.Config
+	// Shard is the shard this controller reconciles (package sharding;
+	// the manager's cache holds only its Applications): it says so in
+	// each Application's Scheduled condition. Empty: no sharding.
+	Shard string
+}
+
+// Option injects a dependency.
+type Option func(*Reconciler)
+
+// Metrics observes reconciles (package metrics' Recorder implements it).
+type Metrics interface {
+	// ObservePhase records one phase (parse, revision, ...) of a reconcile.
+	ObservePhase(phase string, d time.Duration, err error)
+	// ObserveReconcile records a whole reconcile: the Application as it
+	// was found (after the finalizer write) and as it is left.
+	ObserveReconcile(before, after *v1beta1.Application, d time.Duration, err error)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) ObservePhase(string, time.Duration, error) {}
+
+func (noMetrics) ObserveReconcile(_, _ *v1beta1.Application, _ time.Duration, _ error) {}
+
+// WithMetrics makes the Reconciler report to m (default: nothing).
+func WithMetrics(m Metrics) Option { return func(r *Reconciler) { r.metrics = m } }
+
+// WithValidator replaces appfile.Validate.
+func WithValidator(v Validator) Option { return func(r *Reconciler) { r.validator = v } }
+
+// WithSources replaces the source of live definitions.
+func WithSources(s SourceFactory) Option { return func(r *Reconciler) { r.sources = s } }
+
+// WithRenderer replaces render.RenderComponent.
+func WithRenderer(rd Renderer) Option { return func(r *Reconciler) { r.renderer = rd } }
+
+// WithKeepers replaces the resourcekeeper factory.
+func WithKeepers(k KeeperFactory) Option { return func(r *Reconciler) { r.keepers = k } }
+
+// WithHealth replaces the component health checker.
+func WithHealth(h HealthChecker) Option { return func(r *Reconciler) { r.health = h } }
+
+// WithClusterClients sets the clients of target clusters (default: the hub
+// only, through the Reconciler's reader-backed client).
+func WithClusterClients(c multicluster.ClusterClients) Option {
+	return func(r *Reconciler) { r.clients = c }
+}
+
+// WithHelm makes helm/helmchart components work: releases installs,
+// upgrades and uninstalls the Helm releases behind rendered HelmRelease
+// objects, and checker reports their health (default: such components fail
+// with resourcekeeper.ErrNoReleaseHandler and are unhealthy).
+func WithHelm(releases resourcekeeper.ReleaseHandler, checker health.ReleaseChecker) Option {
+	return func(r *Reconciler) { r.releases, r.releaseHealth = releases, checker }
+}
+
+// WithClusterResolver sets how topology policies' clusterLabelSelector is
+// resolved (default: it cannot be, and such deploy steps fail).
+func WithClusterResolver(cr placement.Resolver) Option {
+	return func(r *Reconciler) { r.resolver = cr }
+}
+
+// Reconciler reconciles Applications.
+type Reconciler struct {
+	client    client.Client
+	direct    client.Client
+	recorder  record.EventRecorder
+	revisions *revision.Manager
+	workflow  WorkflowRunner
+	opts      Options
+
+	validator Validator
+	sources   SourceFactory
+	renderer  Renderer
+	keepers   KeeperFactory
+	// releases and releaseHealth serve Helm components (WithHelm).
+	releases      resourcekeeper.ReleaseHandler
+	releaseHealth health.ReleaseChecker
+	health        HealthChecker
+	clients       multicluster.ClusterClients
+	resolver      placement.Resolver
+	engines       chan *cuex.Engine
+	metrics       Metrics
+}
+
+// New returns a Reconciler. c reads Applications and definitions (a cached
+// client is best: definitions are few and read at every parse, so the
+// manager's cache serves them after the first read); direct must read
+// from the API server without a cache (revisions, applied objects);
+// systemNamespace is where shared definitions live (oamflow-system).
+// Dependencies not given by options are the real packages: appfile.Parse
+// against the cluster's definitions (then builtins, when not nil),
+// render.RenderComponent, resourcekeeper.New and package health.
+func New(c, direct client.Client, recorder record.EventRecorder, wf WorkflowRunner, systemNamespace string, builtins appfile.DefinitionSource, opts Options, with ...Option) *Reconciler {
+	if opts.RevisionLimit <= 0 {
+		opts.RevisionLimit = revision.DefaultLimit
+	}
+	if opts.UnhealthyRequeue <= 0 {
+		opts.UnhealthyRequeue = 10 * time.Second
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 1
+	}
+	r := &Reconciler{
+		client:    c,
+		direct:    direct,
+		recorder:  recorder,
+		revisions: revision.NewManager(direct, direct),
+		workflow:  wf,
+		opts:      opts,
+		validator: ValidatorFn(appfile.Validate),
+		renderer:  RendererFn(render.RenderComponent),
+		clients:   multicluster.HubOnly{Hub: direct},
+		metrics:   noMetrics{},
+	}
+	r.sources = SourceFactoryFn(func(app *v1beta1.Application) appfile.DefinitionSource {
+		return appfile.Chain(appfile.NewClusterSource(c, app.Namespace, systemNamespace), builtins)
+	})
+	for _, o := range with {
+		o(r)
+	}
+	if r.keepers == nil {
+		clients, releases := r.clients, r.releases
+		r.keepers = KeeperFactoryFn(func(app *v1beta1.Application, n int64, p resourcekeeper.Policies) (Keeper, error) {
+			return resourcekeeper.New(app, n, resourcekeeper.Options{Clients: clients, Trackers: direct, Policies: p, Releases: releases})
+		})
+	}
+	if r.health == nil {
+		r.health = defaultHealth{clients: r.clients, releases: r.releaseHealth}
+	}
+	r.engines = make(chan *cuex.Engine, opts.Concurrency)
+	for i := 0; i < opts.Concurrency; i++ {
+		r.engines <- cuex.NewEngine(cuex.WithAbandoned(opts.Abandoned))
+	}
+	return r
+}
+
+// SetupWithManager registers the Reconciler for Applications. Besides
+// spec changes it reacts to label and annotation changes (publishVersion,
+// restart), deletion, and the workflow operations users make on the
+// status (suspend, resume, terminate, restart from a step); its own status
+// writes do not trigger it.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1beta1.Application{}).
+		WithEventFilter(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			o, okO := e.ObjectOld.(*v1beta1.Application)
+			n, okN := e.ObjectNew.(*v1beta1.Application)
+			if !okO || !okN {
+				return true
+			}
+			return needsReconcile(o, n)
+		}}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Concurrency}).
+		Complete(r)
+}
+
+// needsReconcile reports whether an update of an Application asks for a
+// reconcile: the periodic resync, anything but a status write, or a
+// workflow operation.
+func needsReconcile(o, n *v1beta1.Application) bool {
+	if o.ResourceVersion == n.ResourceVersion {
+		// The periodic resync: health and drift are checked again.
+		return true
+	}
+	if o.Generation != n.Generation || !n.DeletionTimestamp.Equal(o.DeletionTimestamp) ||
+		!reflect.DeepEqual(o.Labels, n.Labels) || !reflect.DeepEqual(o.Annotations, n.Annotations) ||
+		!reflect.DeepEqual(o.Finalizers, n.Finalizers) {
+		return true
+	}
+	ow, nw := o.Status.Workflow, n.Status.Workflow
+	if (ow == nil) != (nw == nil) {
+		return true
+	}
+	if ow == nil {
+		return false
+	}
+	return ow.Suspend != nw.Suspend || ow.Terminated != nw.Terminated || ow.Finished != nw.Finished ||
+		len(nw.Steps) < len(ow.Steps) || ow.AppRevision != nw.AppRevision
+}
+
+// scope is what one Reconcile learns; the comment on each field names the
+// phase that fills it.
+type scope struct {
+	app    *v1beta1.Application
+	before *v1beta1.Application
+	log    logr.Logger
+	engine *cuex.Engine
+
+	// tenant is who acts for the Application and where (Reconcile);
+	// tenantErr says why there is none (an invalid annotation).
+	tenant    tenancy.Tenant
+	tenantErr error
+
+	// restart: the user asked to restart the workflow (prepare).
+	restart bool
+
+	// parse: the latest revision before this reconcile, whether the app was
+	// parsed against the live definitions and why, the parsed app and the
+	// definitions it used.
+	latest *v1beta1.ApplicationRevision
+	live   bool
+	why    string
+	af     *appfile.AppFile
+	defs   revision.Definitions
+	// warnings are the validation warnings of a live parse (reported as
+	// Warning events when a revision is made of it).
+	warnings []string
+
+	// revision: the revision to deploy, its number, whether it is new.
+	rev    *v1beta1.ApplicationRevision
+	revNum int64
+
+	// policy: the resource policies, the revision limit and the Keeper.
+	policies resourcekeeper.Policies
+	revLimit int
+	keeper   Keeper
+
+	// render: the components rendered for the run's first pass.
+	prerendered *renderCache
+
+	// workflow: whether the run finished in this reconcile, or ran at all.
+	justFinished bool
+	ran          bool
+
+	// health: what the health phase found.
+	ready readyInput
+
+	requeue time.Duration
+	stop    bool
+	// stale: the Application read was older than the API server's
+	// (workflow); reconcile again from a fresh read, writing nothing.
+	stale bool
+}
+
+func (s *scope) requeueAfter(d time.Duration) {
+	if d > 0 && (s.requeue == 0 || d < s.requeue) {
+		s.requeue = d
+	}
+}
+
+type phase struct {
+	name string
+	run  func(ctx context.Context, s *scope) error
+}
+
+// Reconcile brings one Application one step closer to what it asks for.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	log := ctrl.LoggerFrom(ctx)
+	app := &v1beta1.Application{}
+	if err := r.client.Get(ctx, req.NamespacedName, app); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	// Every read and write made for the Application from here on acts as
+	// its identity, within its scope (package tenancy).
+	tenant, tenantErr := r.opts.Tenancy.TenantOf(app)
+	if tenantErr == nil {
+		ctx = tenancy.WithTenant(ctx, tenant)
+	}
+	if !app.DeletionTimestamp.IsZero() {
+		if tenantErr != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting the resources of %s/%s: %w", app.Namespace, app.Name, tenantErr)
+		}
+		return r.reconcileDelete(ctx, app)
+	}
+	start := time.Now()
+	s := &scope{app: app, log: log, tenant: tenant, tenantErr: tenantErr}
+	if err := r.prepare(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	s.before = app.DeepCopy()
+	if r.opts.Shard != "" {
+		c := sharding.Running(r.opts.Shard)
+		setCondition(app, c.Type, true, c.Reason, c.Message)
+	}
+	s.engine = <-r.engines
+	defer func() { r.engines <- s.engine }()
+	ctx = appfile.WithEngine(ctx, s.engine)
+	ctx = appfile.WithBudgets(ctx, r.opts.Budgets)
+
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error(fmt.Errorf("%v", p), "reconcile panicked", "stack", string(debug.Stack()))
+			retErr = fmt.Errorf("internal error reconciling %s: %v", req.NamespacedName, p)
+			setCondition(app, common.ConditionReady, false, common.ReasonReconcilePanic, retErr.Error())
+			r.recorder.Event(app, "Warning", common.ReasonReconcilePanic, retErr.Error())
+			if err := r.patchStatus(ctx, s); err != nil {
+				log.Error(err, "patching status after a panic")
+			}
+			return
+		}
+		if s.stale && retErr == nil {
+			res = ctrl.Result{Requeue: true}
+			return
+		}
+		r.summarize(s, retErr)
+		r.metrics.ObserveReconcile(s.before, app, time.Since(start), retErr)
+		if err := r.patchStatus(ctx, s); err != nil {
+			if apierrors.IsConflict(err) && retErr == nil {
+				// Someone (a workflow operation, a spec edit) wrote in
+				// between; start over from what they wrote.
+				log.V(1).Info("status changed meanwhile; reconciling again")
+				res = ctrl.Result{Requeue: true}
+				return
+			}
+			if retErr == nil {
+				retErr = err
+			}
+			return
+		}
+		if retErr == nil {
+			res = ctrl.Result{RequeueAfter: s.requeue}
+		}
+	}()
+
+	for _, p := range []phase{
+		{"parse", r.parse},
+		{"revision", r.revision},
+		{"policy", r.policy},
+		{"identity", r.identity},
+		{"render", r.render},
+		{"workflow", r.runWorkflow},
+		{"adopt", r.adopt},
+		{"health", r.checkHealth},
+	} {
+		began := time.Now()
+		err := p.run(ctx, s)
+		r.metrics.ObservePhase(p.name, time.Since(began), err)
+		if err != nil {
+			if isUserError(err) {
+				log.V(1).Info("application cannot be deployed as written", "phase", p.name, "reason", err.Error())
+				return ctrl.Result{}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("%s phase: %w", p.name, err)
+		}
+		if s.stop {
+			break
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// summarize sets Ready, observedGeneration and the phase, and emits an
+// Event when the phase changed.
+func (r *Reconciler) summarize(s *scope, err error) {
+	app := s.app
+	setReadyCondition(app, s.ready)
+	if err == nil {
+		app.Status.ObservedGeneration = app.Generation
+	}
+	phase := computePhase(app)
+	app.Status.Phase = phase
+	if s.before != nil && s.before.Status.Phase != phase {
+		typ, reason, msg := phaseEvent(app, phase)
+		r.recorder.Event(app, typ, reason, msg)
+		s.log.V(1).Info("phase changed", "from", s.before.Status.Phase, "to", phase)
+	}
+}
+
+// patchStatus writes the status when it changed, with optimistic locking
+// so that a workflow operation made meanwhile is never overwritten.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if s.before == nil || equality.Semantic.DeepEqual(s.before.Status, s.app.Status) {
+		return nil
+	}
+	if err := r.client.Status().Patch(ctx, s.app, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching status of %s/%s: %w", s.app.Namespace, s.app.Name, err)
+	}
+	return nil
+}
