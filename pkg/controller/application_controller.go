@@ -4,11 +4,17 @@
 // deployed — health, drift, and garbage left by older revisions — until
 // the Application changes or is deleted.
 //
-// One Reconcile reads as a list of small phases over a scope; each phase
-// fills the scope fields the next ones read and sets its own condition
-// (Parsed, Revision, Policy, Render, Workflow); a deferred function sets Ready,
-// derives status.status, emits an Event when the phase changed, and
-// patches the status once. Panics are recovered there and reported.
+// One Reconcile reads as a list of small phases over a scope (parse,
+// revision, policy, identity, render, workflow, adopt, gc, statekeep,
+// health; application_phases.go); each phase fills the scope fields the
+// next ones read, sets its own condition (Parsed, Revision, Policy,
+// Identity, Render, Workflow) and returns what the loop does next: go on,
+// settle (write the status as it is), or reread (write nothing, start
+// over from a fresh read). A deferred function sets Ready, derives
+// status.status, emits an Event when the phase changed, and patches the
+// status once (application_status.go holds the pure setters it uses).
+// Panics are recovered there and reported. Deletion is
+// application_delete.go.
 package controller
 
 import (
@@ -291,18 +297,24 @@ type scope struct {
 	// render: the components rendered for the run's first pass.
 	prerendered *renderCache
 
-	// workflow: whether the run finished in this reconcile, or ran at all.
-	justFinished bool
-	ran          bool
+	// workflow, adopt: what this reconcile's run did.
+	run runOutcome
 
-	// health: what the health phase found.
+	// gc, statekeep, health: what they found, for Ready.
 	ready readyInput
 
 	requeue time.Duration
-	stop    bool
-	// stale: the Application read was older than the API server's
-	// (workflow); reconcile again from a fresh read, writing nothing.
-	stale bool
+}
+
+// runOutcome is what the workflow and adopt phases did in this reconcile,
+// for the phases after them.
+type runOutcome struct {
+	// finished: the workflow run finished in this reconcile (garbage
+	// collection follows; drift and health wait for the next one).
+	finished bool
+	// applied: something may have been applied (a workflow pass ran, or
+	// an adoption): the applied resources are read again.
+	applied bool
 }
 
 func (s *scope) requeueAfter(d time.Duration) {
@@ -311,9 +323,41 @@ func (s *scope) requeueAfter(d time.Duration) {
 	}
 }
 
+// next is what a phase tells the loop to do after it.
+type next int
+
+const (
+	// proceed runs the next phase.
+	proceed next = iota
+	// settle runs no further phase: the status computed so far is written
+	// (the workflow waits, failed, or is suspended).
+	settle
+	// reread ends the reconcile writing nothing: the Application read was
+	// older than the API server's; it is reconciled again from a fresh
+	// read.
+	reread
+)
+
+// phase is one step of Reconcile, named after what it reconciles.
 type phase struct {
 	name string
-	run  func(ctx context.Context, s *scope) error
+	run  func(ctx context.Context, s *scope) (next, error)
+}
+
+// phases are what Reconcile runs, in order, until one says otherwise.
+func (r *Reconciler) phases() []phase {
+	return []phase{
+		{"parse", r.parse},
+		{"revision", r.revision},
+		{"policy", r.policy},
+		{"identity", r.identity},
+		{"render", r.render},
+		{"workflow", r.runWorkflow},
+		{"adopt", r.adopt},
+		{"gc", r.collectGarbage},
+		{"statekeep", r.keepState},
+		{"health", r.checkHealth},
+	}
 }
 
 // Reconcile brings one Application one step closer to what it asks for.
@@ -350,66 +394,79 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	ctx = appfile.WithEngine(ctx, s.engine)
 	ctx = appfile.WithBudgets(ctx, r.opts.Budgets)
 
+	nx := proceed
 	defer func() {
 		if p := recover(); p != nil {
-			log.Error(fmt.Errorf("%v", p), "reconcile panicked", "stack", string(debug.Stack()))
-			retErr = fmt.Errorf("internal error reconciling %s: %v", req.NamespacedName, p)
-			setCondition(app, common.ConditionReady, false, common.ReasonReconcilePanic, retErr.Error())
-			r.recorder.Event(app, "Warning", common.ReasonReconcilePanic, retErr.Error())
-			if err := r.patchStatus(ctx, s); err != nil {
-				log.Error(err, "patching status after a panic")
-			}
+			retErr = r.panicked(ctx, s, req, p)
 			return
 		}
-		if s.stale && retErr == nil {
-			res = ctrl.Result{Requeue: true}
+		if nx == reread {
 			return
 		}
-		r.summarize(s, retErr)
-		r.metrics.ObserveReconcile(s.before, app, time.Since(start), retErr)
-		if err := r.patchStatus(ctx, s); err != nil {
-			if apierrors.IsConflict(err) && retErr == nil {
-				// Someone (a workflow operation, a spec edit) wrote in
-				// between; start over from what they wrote.
-				log.V(1).Info("status changed meanwhile; reconciling again")
-				res = ctrl.Result{Requeue: true}
-				return
-			}
-			if retErr == nil {
-				retErr = err
-			}
-			return
-		}
-		if retErr == nil {
-			res = ctrl.Result{RequeueAfter: s.requeue}
-		}
+		res, retErr = r.finish(ctx, s, start, retErr)
 	}()
+	nx, err := r.runPhases(ctx, s)
+	if nx == reread {
+		return ctrl.Result{Requeue: true}, nil
+	}
+	return ctrl.Result{}, err
+}
 
-	for _, p := range []phase{
-		{"parse", r.parse},
-		{"revision", r.revision},
-		{"policy", r.policy},
-		{"identity", r.identity},
-		{"render", r.render},
-		{"workflow", r.runWorkflow},
-		{"adopt", r.adopt},
-		{"health", r.checkHealth},
-	} {
+// runPhases runs the phases in order until one settles, asks to reread,
+// or fails. An error that is the Application's to fix (isUserError) is
+// in its conditions, and not retried before a change or the next check.
+func (r *Reconciler) runPhases(ctx context.Context, s *scope) (next, error) {
+	for _, p := range r.phases() {
 		began := time.Now()
-		err := p.run(ctx, s)
+		nx, err := p.run(ctx, s)
 		r.metrics.ObservePhase(p.name, time.Since(began), err)
-		if err != nil {
-			if isUserError(err) {
-				log.V(1).Info("application cannot be deployed as written", "phase", p.name, "reason", err.Error())
-				return ctrl.Result{}, nil
-			}
-			return ctrl.Result{}, fmt.Errorf("%s phase: %w", p.name, err)
-		}
-		if s.stop {
-			break
+		switch {
+		case err != nil && isUserError(err):
+			s.log.V(1).Info("application cannot be deployed as written", "phase", p.name, "reason", err.Error())
+			return settle, nil
+		case err != nil:
+			return settle, fmt.Errorf("%s phase: %w", p.name, err)
+		case nx != proceed:
+			return nx, nil
 		}
 	}
-	return ctrl.Result{}, nil
+	return proceed, nil
+}
+
+// finish is the one status write of a reconcile: Ready, the phase and
+// its Event (summarize), then the patch. A conflict means someone (a
+// workflow operation, a spec edit) wrote in between: reconcile again from
+// what they wrote.
+func (r *Reconciler) finish(ctx context.Context, s *scope, start time.Time, err error) (ctrl.Result, error) {
+	r.summarize(s, err)
+	r.metrics.ObserveReconcile(s.before, s.app, time.Since(start), err)
+	if perr := r.patchStatus(ctx, s); perr != nil {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if apierrors.IsConflict(perr) {
+			s.log.V(1).Info("status changed meanwhile; reconciling again")
+			return ctrl.Result{Requeue: true}, nil
+		}
+		return ctrl.Result{}, perr
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+// panicked reports a panic of a phase in Ready and an Event, writes the
+// status as it is, and returns the error the reconcile ends with.
+func (r *Reconciler) panicked(ctx context.Context, s *scope, req ctrl.Request, p any) error {
+	s.log.Error(fmt.Errorf("%v", p), "reconcile panicked", "stack", string(debug.Stack()))
+	err := fmt.Errorf("internal error reconciling %s: %v", req.NamespacedName, p)
+	setCondition(s.app, common.ConditionReady, false, common.ReasonReconcilePanic, err.Error())
+	r.recorder.Event(s.app, "Warning", common.ReasonReconcilePanic, err.Error())
+	if perr := r.patchStatus(ctx, s); perr != nil {
+		s.log.Error(perr, "patching status after a panic")
+	}
+	return err
 }
 
 // summarize sets Ready, observedGeneration and the phase, and emits an

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,20 +47,20 @@ func (r *Reconciler) prepare(ctx context.Context, s *scope) error {
 // parse reads the latest revision and parses the Application: against the
 // live definitions when it changed (or asks for autoUpdate, or a
 // restart), else from the latest revision's snapshot.
-func (r *Reconciler) parse(ctx context.Context, s *scope) error {
+func (r *Reconciler) parse(ctx context.Context, s *scope) (next, error) {
 	app := s.app
 	if lr := app.Status.LatestRevision; lr != nil && lr.Name != "" {
 		latest, err := r.revisions.Get(ctx, app.Namespace, lr.Name)
 		if err != nil {
 			setParsedCondition(app, "", err)
-			return err
+			return proceed, err
 		}
 		s.latest = latest
 	}
 	live, why, err := revision.NeedsLive(app, s.latest, s.restart)
 	if err != nil {
 		setParsedCondition(app, "", err)
-		return err
+		return proceed, err
 	}
 	s.live, s.why = live, why
 	if !live {
@@ -72,28 +71,28 @@ func (r *Reconciler) parse(ctx context.Context, s *scope) error {
 		if err != nil {
 			err = invalidIsUsers(err)
 			setParsedCondition(app, "", err)
-			return err
+			return proceed, err
 		}
 		s.af, s.defs = af, revision.FromRevision(s.latest)
 		setParsedCondition(app, "rendering revision "+s.latest.Name, nil)
-		return nil
+		return proceed, nil
 	}
 	rec := revision.NewRecorder(r.sources.Source(app))
 	af, warnings, err := r.validator.Validate(ctx, app, rec, r.clusters())
 	if err != nil {
 		err = invalidIsUsers(err)
 		setParsedCondition(app, "", err)
-		return err
+		return proceed, err
 	}
 	s.warnings = warnings
 	defs, err := rec.Definitions()
 	if err != nil {
 		setParsedCondition(app, "", err)
-		return err
+		return proceed, err
 	}
 	s.af, s.defs = af, defs
 	setParsedCondition(app, "parsed against the installed definitions ("+why+")", nil)
-	return nil
+	return proceed, nil
 }
 
 // invalidIsUsers marks an Application that cannot be deployed as
@@ -114,7 +113,7 @@ func (r *Reconciler) clusters() appfile.Clusters {
 
 // revision picks the revision to deploy: the latest one when the app was
 // rendered from it or its content hash is unchanged, else a new one.
-func (r *Reconciler) revision(ctx context.Context, s *scope) error {
+func (r *Reconciler) revision(ctx context.Context, s *scope) (next, error) {
 	app := s.app
 	created := false
 	if !s.live {
@@ -123,7 +122,7 @@ func (r *Reconciler) revision(ctx context.Context, s *scope) error {
 		hash, err := revision.Hash(app, s.defs)
 		if err != nil {
 			setRevisionCondition(app, "", false, "", err)
-			return err
+			return proceed, err
 		}
 		if s.latest != nil && s.latest.Labels[v1beta1.LabelAppRevisionHash] == hash {
 			s.rev = s.latest
@@ -131,7 +130,7 @@ func (r *Reconciler) revision(ctx context.Context, s *scope) error {
 			rev, err := r.revisions.Create(ctx, app, s.defs, hash)
 			if err != nil {
 				setRevisionCondition(app, "", false, "", err)
-				return err
+				return proceed, err
 			}
 			s.rev, created = rev, true
 			s.log.Info("created application revision", "revision", rev.Name, "reason", s.why)
@@ -143,14 +142,14 @@ func (r *Reconciler) revision(ctx context.Context, s *scope) error {
 	n, err := revision.Number(app.Name, s.rev.Name)
 	if err != nil {
 		setRevisionCondition(app, "", false, "", err)
-		return err
+		return proceed, err
 	}
 	if !created && sharding.Propagate(app, s.rev.DeepCopy()) {
 		// The Application moved to this shard (or out of sharding): its
 		// revisions and trackers follow, nothing else changes.
 		if err := sharding.Relabel(ctx, r.direct, app); err != nil {
 			setRevisionCondition(app, "", false, "", err)
-			return err
+			return proceed, err
 		}
 		sharding.Propagate(app, s.rev)
 		s.log.Info("took over the Application's revisions and trackers", "shard", app.Labels[sharding.LabelScheduledShardID])
@@ -158,17 +157,17 @@ func (r *Reconciler) revision(ctx context.Context, s *scope) error {
 	s.revNum = n
 	app.Status.LatestRevision = &common.Revision{Name: s.rev.Name, Revision: n, RevisionHash: s.rev.Labels[v1beta1.LabelAppRevisionHash]}
 	setRevisionCondition(app, s.rev.Name, created, s.why, nil)
-	return nil
+	return proceed, nil
 }
 
 // policy reads the resource policies and builds the revision's Keeper.
-func (r *Reconciler) policy(ctx context.Context, s *scope) error {
+func (r *Reconciler) policy(ctx context.Context, s *scope) (next, error) {
 	app := s.app
 	pols, err := resourcekeeper.ParsePolicies(s.af.App.Spec.Policies)
 	if err != nil {
 		err = &userError{err: err}
 		setPolicyCondition(app, 0, err)
-		return err
+		return proceed, err
 	}
 	s.policies = pols
 	s.revLimit = r.opts.RevisionLimit
@@ -178,17 +177,17 @@ func (r *Reconciler) policy(ctx context.Context, s *scope) error {
 	k, err := r.keepers.Keeper(app, s.revNum, pols)
 	if err != nil {
 		setPolicyCondition(app, 0, err)
-		return err
+		return proceed, err
 	}
 	if err := k.CheckTrackers(ctx); err != nil {
 		// An unreadable record (e.g. KubeVela's tracker, corrupt): applying
 		// or collecting without it could delete or steal; stop here.
 		setCondition(app, common.ConditionPolicy, false, common.ReasonResourceTrackerUnreadable, err.Error())
-		return err
+		return proceed, err
 	}
 	s.keeper = k
 	setPolicyCondition(app, len(s.af.Policies), nil)
-	return nil
+	return proceed, nil
 }
 
 // identity records who acts for the Application (the Identity
@@ -198,23 +197,22 @@ func (r *Reconciler) policy(ctx context.Context, s *scope) error {
 // read ServiceAccounts the run goes on, and its first request says what
 // it may not do). Nothing is deployed then; the check is repeated every
 // 30 s and on every change.
-func (r *Reconciler) identity(ctx context.Context, s *scope) error {
+func (r *Reconciler) identity(ctx context.Context, s *scope) (next, error) {
 	app := s.app
 	if s.tenantErr != nil {
 		err := &userError{err: s.tenantErr}
 		setIdentityCondition(app, tenancy.Identity{}, common.ReasonInvalidIdentity, "", err)
-		return err
+		return proceed, err
 	}
 	id := s.tenant.Identity
 	note := ""
-	if c := meta.FindStatusCondition(app.Status.Conditions, common.ConditionIdentity); !s.startsRun() && c != nil &&
-		c.Status == metav1.ConditionTrue && strings.HasPrefix(c.Message, id.Describe()) {
-		return nil // the same identity, as checked when the run started
+	if !s.startsRun() && identityChecked(app, id) {
+		return proceed, nil // the same identity, as checked when the run started
 	}
 	if !id.IsController() && s.startsRun() {
 		c, err := r.clients.Client(ctx, "")
 		if err != nil {
-			return err
+			return proceed, err
 		}
 		err = c.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, &corev1.ServiceAccount{})
 		switch {
@@ -222,16 +220,16 @@ func (r *Reconciler) identity(ctx context.Context, s *scope) error {
 			uerr := &userError{err: fmt.Errorf("ServiceAccount %s/%s does not exist: nothing is deployed until it does (%s)", id.Namespace, id.Name, id.Describe())}
 			setIdentityCondition(app, id, common.ReasonServiceAccountNotFound, "", uerr)
 			s.requeueAfter(30 * time.Second)
-			return uerr
+			return proceed, uerr
 		case err != nil && !apierrors.IsForbidden(err):
-			return fmt.Errorf("reading ServiceAccount %s/%s: %w", id.Namespace, id.Name, err)
+			return proceed, fmt.Errorf("reading ServiceAccount %s/%s: %w", id.Namespace, id.Name, err)
 		case err != nil:
 			s.log.V(1).Info("the Application's ServiceAccount may not read itself; not checking it exists", "serviceAccount", id.Namespace+"/"+id.Name)
 			note = "not checked that it exists: it may not read ServiceAccounts"
 		}
 	}
 	setIdentityCondition(app, id, "", note, nil)
-	return nil
+	return proceed, nil
 }
 
 // render checks, when a run starts (or Render is not yet True), that
@@ -241,10 +239,10 @@ func (r *Reconciler) identity(ctx context.Context, s *scope) error {
 // revision is applied. Components taking workflow inputs render in their
 // step (so do per-cluster overrides, in deploy steps). The results serve
 // the run's first pass.
-func (r *Reconciler) render(ctx context.Context, s *scope) error {
+func (r *Reconciler) render(ctx context.Context, s *scope) (next, error) {
 	app := s.app
 	if c := meta.FindStatusCondition(app.Status.Conditions, common.ConditionRender); !s.startsRun() && !adopting(app) && c != nil && c.Status == metav1.ConditionTrue {
-		return nil
+		return proceed, nil
 	}
 	d := r.deployer(s)
 	cache := newRenderCache(s.af)
@@ -260,7 +258,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) error {
 		if err != nil {
 			err = &userError{err: fmt.Errorf("spec.components[%d]: %w", i, err)}
 			setRenderCondition(app, 0, 0, err)
-			return err
+			return proceed, err
 		}
 		cache.put(comp.Name, res)
 		for _, w := range render.AppliesToWarnings(s.af, res) {
@@ -270,17 +268,17 @@ func (r *Reconciler) render(ctx context.Context, s *scope) error {
 		if err := appfile.CheckRenderedObjects(ctx, s.af, objects); err != nil {
 			err = &userError{err: err}
 			setRenderCondition(app, 0, 0, err)
-			return err
+			return proceed, err
 		}
 	}
 	s.prerendered = cache
 	setRenderCondition(app, len(s.af.Components)-deferred, deferred, nil)
-	return nil
+	return proceed, nil
 }
 
 // runWorkflow runs the workflow of the revision as far as it can go now.
 // A run for another revision (or a restart) starts over.
-func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) error {
+func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) (next, error) {
 	app := s.app
 	st := app.Status.Workflow
 	if s.startsRun() && !s.restart {
@@ -293,13 +291,11 @@ func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) error {
 		// server is asked first: one read per new run.
 		live := &v1beta1.Application{}
 		if err := r.direct.Get(ctx, client.ObjectKeyFromObject(app), live); err != nil {
-			return client.IgnoreNotFound(err)
+			return proceed, client.IgnoreNotFound(err)
 		}
 		if live.ResourceVersion != app.ResourceVersion {
 			s.log.V(1).Info("stale read of the Application; not starting a workflow run", "cached", app.ResourceVersion, "live", live.ResourceVersion)
-			s.stale = true
-			s.stop = true
-			return nil
+			return reread, nil
 		}
 	}
 	if s.startsRun() {
@@ -308,7 +304,7 @@ func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) error {
 		if st != nil || s.restart {
 			if err := r.workflow.Reset(ctx, app); err != nil {
 				setWorkflowCondition(app, err)
-				return err
+				return proceed, err
 			}
 		}
 		app.Status.Workflow = &common.WorkflowStatus{AppRevision: s.rev.Name}
@@ -318,13 +314,13 @@ func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) error {
 	}
 	if st != nil && st.Finished {
 		setWorkflowCondition(app, nil)
-		return s.stopUnlessSucceeded()
+		return afterRun(s.app), nil
 	}
 	plan, err := workflow.PlanOf(s.af.Workflow, r.opts.StepTimeout)
 	if err != nil {
 		err = &userError{err: err}
 		setWorkflowCondition(app, err)
-		return err
+		return proceed, err
 	}
 	res, err := r.workflow.Execute(ctx, workflow.Run{
 		App:       app,
@@ -337,23 +333,23 @@ func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) error {
 	})
 	if err != nil {
 		setWorkflowCondition(app, err)
-		return err
+		return proceed, err
 	}
-	s.ran = true
+	s.run.applied = true
 	app.Status.Workflow = &res.Status
 	app.Status.Services = workflow.MergeServices(app.Status.Services, res.Services)
 	s.requeueAfter(res.RequeueAfter)
-	s.justFinished = res.Status.Finished
+	s.run.finished = res.Status.Finished
 	setWorkflowCondition(app, nil)
-	if s.justFinished {
+	if s.run.finished {
 		s.log.Info("workflow finished", "revision", s.rev.Name, "result", res.Status.Status)
 		if res.Status.Status == "succeeded" {
 			if err := r.revisions.MarkSucceeded(ctx, s.rev, res.Status.EndTime); err != nil {
-				return err
+				return proceed, err
 			}
 		}
 	}
-	return s.stopUnlessSucceeded()
+	return afterRun(s.app), nil
 }
 
 func (r *Reconciler) deployer(s *scope) *appDeployer {
@@ -368,78 +364,108 @@ func (s *scope) startsRun() bool {
 	return st == nil || st.AppRevision != s.rev.Name || s.restart
 }
 
-func (s *scope) stopUnlessSucceeded() error {
-	if st := s.app.Status.Workflow; st == nil || !st.Finished || st.Status != "succeeded" {
-		s.stop = true
+// afterRun says whether the phases after the workflow run: only once
+// it succeeded for this revision; until then the workflow's status is
+// what there is to write.
+func afterRun(app *v1beta1.Application) next {
+	if st := app.Status.Workflow; st == nil || !st.Finished || st.Status != "succeeded" {
+		return settle
 	}
-	return nil
+	return proceed
 }
 
-// checkHealth runs after the workflow succeeded: garbage collection of
-// what older revisions left (when the run just finished, or a previous
-// collection failed), drift repair, and the health of every service.
-func (r *Reconciler) checkHealth(ctx context.Context, s *scope) error {
-	app := s.app
+// collectGarbage runs once the workflow succeeded, when the run just
+// finished or a previous collection failed: it deletes what older
+// revisions applied and this one dropped (under the garbage-collect
+// policy), then prunes revisions beyond the limit. A failure is said in
+// Ready and retried; it stops nothing.
+func (r *Reconciler) collectGarbage(ctx context.Context, s *scope) (next, error) {
+	// From here on Ready is decided by what gc, statekeep and health find.
 	s.ready.checked = true
-	if s.justFinished || readyReason(app) == common.ReasonGarbageCollectFailed {
-		done, err := s.keeper.GarbageCollect(ctx)
-		if err != nil {
-			s.ready.gcErr = err
-			s.log.Error(err, "garbage collection failed", "revision", s.rev.Name)
-			s.requeueAfter(10 * time.Second)
-		} else if !done {
-			s.requeueAfter(2 * time.Second)
-		}
-		if _, err := r.revisions.Prune(ctx, app, s.revNum, s.revLimit, s.rev.Name); err != nil {
-			s.log.Error(err, "pruning old revisions")
-		}
+	if !s.run.finished && readyReason(s.app) != common.ReasonGarbageCollectFailed {
+		return proceed, nil
 	}
-	if !s.justFinished {
-		if err := s.keeper.StateKeep(ctx); err != nil {
-			s.ready.driftErr = err
-			if !errclass.IsTerminal(err) {
-				return fmt.Errorf("repairing drift: %w", err)
-			}
-			// Retrying as the same identity is refused the same way:
-			// say so in Ready and check again at the next resync.
-			s.log.Info("drift cannot be repaired", "reason", err.Error())
-			s.requeueAfter(r.opts.UnhealthyRequeue)
-		}
+	done, err := s.keeper.GarbageCollect(ctx)
+	switch {
+	case err != nil:
+		s.ready.gcErr = err
+		s.log.Error(err, "garbage collection failed", "revision", s.rev.Name)
+		s.requeueAfter(10 * time.Second)
+	case !done:
+		s.requeueAfter(2 * time.Second)
 	}
-	if s.ran || s.justFinished || s.ready.gcErr != nil || app.Status.AppliedResources == nil {
+	if _, err := r.revisions.Prune(ctx, s.app, s.revNum, s.revLimit, s.rev.Name); err != nil {
+		s.log.Error(err, "pruning old revisions")
+	}
+	return proceed, nil
+}
+
+// keepState puts back what drifted from the revision (resourcekeeper's
+// StateKeep), except in the reconcile whose run just applied it. A
+// refusal retrying cannot fix is said in Ready and checked again later;
+// other failures are retried.
+func (r *Reconciler) keepState(ctx context.Context, s *scope) (next, error) {
+	if s.run.finished {
+		return proceed, nil
+	}
+	err := s.keeper.StateKeep(ctx)
+	if err == nil {
+		return proceed, nil
+	}
+	s.ready.driftErr = err
+	if !errclass.IsTerminal(err) {
+		return proceed, fmt.Errorf("repairing drift: %w", err)
+	}
+	// Retrying as the same identity is refused the same way: say so in
+	// Ready and check again at the next resync.
+	s.log.Info("drift cannot be repaired", "reason", err.Error())
+	s.requeueAfter(r.opts.UnhealthyRequeue)
+	return proceed, nil
+}
+
+// checkHealth refreshes status.appliedResources when something was
+// applied or collected, and judges the health of every service (except in
+// the reconcile whose run just finished: its steps judged it).
+func (r *Reconciler) checkHealth(ctx context.Context, s *scope) (next, error) {
+	app := s.app
+	if s.run.applied || s.run.finished || s.ready.gcErr != nil || app.Status.AppliedResources == nil {
 		refs, err := s.keeper.AppliedResources(ctx)
 		if err != nil {
-			return err
+			return proceed, err
 		}
 		app.Status.AppliedResources = refs
 	}
-	if !s.justFinished {
-		// Each service is judged against what was deployed where it runs:
-		// the deploy target's AppFile, override policies applied.
-		services := make([]common.ApplicationComponentStatus, 0, len(app.Status.Services))
-		for _, pl := range r.placements(ctx, s) {
-			svc, req, d := pl.svc, pl.req, pl.d
-			res, err := d.Render(ctx, req)
-			if err != nil {
-				s.ready.healthErr = fmt.Errorf("rendering component %q for its health check: %w", svc.Name, err)
-				services = append(services, svc)
-				continue
-			}
-			h, err := d.Health(ctx, req, res)
-			if err != nil {
-				s.ready.healthErr = err
-				services = append(services, svc)
-				continue
-			}
-			h.Status.Name = svc.Name
-			services = append(services, h.Status)
-		}
-		app.Status.Services = services
+	if !s.run.finished {
+		app.Status.Services = r.serviceHealth(ctx, s)
 	}
 	if unhealthyMessage(app.Status.Services) != "" || s.ready.healthErr != nil {
 		s.requeueAfter(r.opts.UnhealthyRequeue)
 	}
-	return nil
+	return proceed, nil
+}
+
+// serviceHealth judges each service against what was deployed where it
+// runs: the deploy target's AppFile, override policies applied. A service
+// that cannot be judged keeps its last status; the error is said in Ready.
+func (r *Reconciler) serviceHealth(ctx context.Context, s *scope) []common.ApplicationComponentStatus {
+	services := make([]common.ApplicationComponentStatus, 0, len(s.app.Status.Services))
+	for _, pl := range r.placements(ctx, s) {
+		res, err := pl.d.Render(ctx, pl.req)
+		if err != nil {
+			s.ready.healthErr = fmt.Errorf("rendering component %q for its health check: %w", pl.svc.Name, err)
+			services = append(services, pl.svc)
+			continue
+		}
+		h, err := pl.d.Health(ctx, pl.req, res)
+		if err != nil {
+			s.ready.healthErr = err
+			services = append(services, pl.svc)
+			continue
+		}
+		h.Status.Name = pl.svc.Name
+		services = append(services, h.Status)
+	}
+	return services
 }
 
 // servicePlacement is a service of the status with the request and the Deployer
@@ -489,10 +515,10 @@ func adopting(app *v1beta1.Application) bool {
 // over at the next reconcile, re-applying what is already in sync as a
 // no-op. Components taking workflow inputs cannot render outside their
 // step: they stay as KubeVela left them until their next run.
-func (r *Reconciler) adopt(ctx context.Context, s *scope) error {
+func (r *Reconciler) adopt(ctx context.Context, s *scope) (next, error) {
 	app := s.app
 	if !adopting(app) {
-		return nil
+		return proceed, nil
 	}
 	objects := 0
 	for _, pl := range r.placements(ctx, s) {
@@ -503,13 +529,13 @@ func (r *Reconciler) adopt(ctx context.Context, s *scope) error {
 		if err != nil {
 			err = fmt.Errorf("rendering component %q to adopt it: %w", pl.req.Name, err)
 			setCondition(app, common.ConditionAdopted, false, common.ReasonAdoptionFailed, err.Error())
-			return err
+			return proceed, err
 		}
 		for _, b := range render.Batches(res) {
 			if err := pl.d.Apply(ctx, b.Cluster, b.Objects); err != nil {
 				err = fmt.Errorf("adopting component %q: %w", pl.req.Name, err)
 				setCondition(app, common.ConditionAdopted, false, common.ReasonAdoptionFailed, err.Error())
-				return err
+				return proceed, err
 			}
 			objects += len(b.Objects)
 		}
@@ -519,20 +545,19 @@ func (r *Reconciler) adopt(ctx context.Context, s *scope) error {
 	controllerutil.RemoveFinalizer(cp, v1beta1.FinalizerResourceTracker)
 	if err := r.client.Patch(ctx, cp, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) {
-			s.stale, s.stop = true, true
-			return nil
+			return reread, nil
 		}
-		return fmt.Errorf("removing KubeVela's finalizer %s of %s/%s: %w", v1beta1.FinalizerResourceTracker, app.Namespace, app.Name, err)
+		return proceed, fmt.Errorf("removing KubeVela's finalizer %s of %s/%s: %w", v1beta1.FinalizerResourceTracker, app.Namespace, app.Name, err)
 	}
 	// The status write at the end of the reconcile goes on from the new
 	// metadata; the status computed so far is kept.
 	app.ResourceVersion, app.Finalizers = cp.ResourceVersion, cp.Finalizers
 	s.before.ResourceVersion, s.before.Finalizers = cp.ResourceVersion, cp.Finalizers
-	s.ran = true
+	s.run.applied = true
 	setCondition(app, common.ConditionAdopted, true, common.ReasonAdoptedFromKubeVela,
 		fmt.Sprintf("took over what KubeVela applied for revision %s (%d objects) without running a workflow step", s.rev.Name, objects))
 	s.log.Info("adopted an Application KubeVela deployed", "revision", s.rev.Name, "objects", objects)
-	return nil
+	return proceed, nil
 }
 
 // stepTemplates resolves step types through the parsed app's definitions.

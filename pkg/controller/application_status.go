@@ -104,6 +104,18 @@ func setIdentityCondition(app *v1beta1.Application, id tenancy.Identity, reason,
 	}
 }
 
+// identityChecked reports whether the Identity condition says the
+// controller acts as id (as setIdentityCondition wrote it: id.Describe(),
+// then an optional note).
+func identityChecked(app *v1beta1.Application, id tenancy.Identity) bool {
+	c := meta.FindStatusCondition(app.Status.Conditions, common.ConditionIdentity)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return false
+	}
+	d := id.Describe()
+	return c.Message == d || strings.HasPrefix(c.Message, d+"; ")
+}
+
 // identityRefused returns the Identity condition when it is False.
 func identityRefused(app *v1beta1.Application) *metav1.Condition {
 	if c := meta.FindStatusCondition(app.Status.Conditions, common.ConditionIdentity); c != nil && c.Status != metav1.ConditionTrue {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/tenancy"
 )
 
 type statusMod func(*v1beta1.Application)
@@ -279,5 +280,30 @@ func TestSetRevisionCondition(t *testing.T) {
 				assert.Equal(t, tc.wantMessage, got.Message)
 			}
 		})
+	}
+}
+
+func TestIdentityChecked(t *testing.T) {
+	sa := tenancy.Identity{Namespace: "team-a", Name: "deployer", Source: tenancy.FromAnnotation}
+	other := tenancy.Identity{Namespace: "team-a", Name: "deployer2", Source: tenancy.FromAnnotation}
+	cases := []struct {
+		reason string
+		app    *v1beta1.Application
+		id     tenancy.Identity
+		want   bool
+	}{
+		{"no Identity condition yet", appWith(), sa, false},
+		{"the same ServiceAccount, as written", appWith(func(a *v1beta1.Application) { setIdentityCondition(a, sa, "", "", nil) }), sa, true},
+		{"the same ServiceAccount with a note", appWith(func(a *v1beta1.Application) {
+			setIdentityCondition(a, sa, "", "not checked that it exists", nil)
+		}), sa, true},
+		{"another ServiceAccount", appWith(func(a *v1beta1.Application) { setIdentityCondition(a, other, "", "", nil) }), sa, false},
+		{"a refused identity is not a checked one", appWith(func(a *v1beta1.Application) {
+			setIdentityCondition(a, sa, common.ReasonServiceAccountNotFound, "", errors.New("ServiceAccount team-a/deployer does not exist"))
+		}), sa, false},
+		{"the controller itself", appWith(func(a *v1beta1.Application) { setIdentityCondition(a, tenancy.Identity{}, "", "", nil) }), tenancy.Identity{}, true},
+	}
+	for _, tc := range cases {
+		assert.Equal(t, tc.want, identityChecked(tc.app, tc.id), tc.reason)
 	}
 }

@@ -4,7 +4,7 @@
 // small interfaces or decorators:
 //
 //	oamflow_reconcile_duration_seconds{phase}              histogram, one Reconcile, by the Application phase it left (running, workflowFailed, ...)
-//	oamflow_reconcile_phase_duration_seconds{phase,result} histogram, one phase of a Reconcile (parse, revision, policy, render, workflow, health; result success|error)
+//	oamflow_reconcile_phase_duration_seconds{phase,result} histogram, one phase of a Reconcile (parse, revision, policy, identity, render, workflow, adopt, gc, statekeep, health; result success|error)
 //	oamflow_workflow_step_duration_seconds{type,outcome}   histogram, first to last execution of a step that finished (outcome = step phase: succeeded, failed, skipped)
 //	oamflow_applications{phase}                            gauge, Applications by status phase, counted from the cache at scrape time
 //	oamflow_helm_action_duration_seconds{action,outcome}   histogram, one Helm call (ensure, uninstall; outcome = install|upgrade|none|... or error)
