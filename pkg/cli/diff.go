@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -235,6 +236,10 @@ type diffInput struct {
 	revision int64
 	clusters []string
 	items    map[string][]diffItem
+	// liveFinalizers are the live Application's: the controller's Keeper
+	// is built from the live Application, whose orphan-resource finalizer
+	// turns every collection into an orphaning.
+	liveFinalizers []string
 }
 
 func (o *diffOptions) run(ctx context.Context, stdin io.Reader, out, errOut io.Writer) (int, error) {
@@ -437,6 +442,7 @@ func (o *diffOptions) renderAs(ctx context.Context, hub client.Client, reg *mult
 		switch {
 		case err == nil:
 			live = liveStepStatus(cur)
+			di.liveFinalizers = cur.Finalizers
 		case !apierrors.IsNotFound(err):
 			return nil, fmt.Errorf("reading the live Application %s/%s: %w", app.Namespace, app.Name, err)
 		}
@@ -611,6 +617,11 @@ func (o *diffOptions) compare(ctx context.Context, hub client.Client, reg *multi
 		return nil, userErrorf("%v", err)
 	}
 	app := di.app.DeepCopy()
+	for _, f := range di.liveFinalizers {
+		if !slices.Contains(app.Finalizers, f) {
+			app.Finalizers = append(app.Finalizers, f)
+		}
+	}
 	k, err := resourcekeeper.New(app, di.revision, resourcekeeper.Options{Clients: reg, Trackers: hub, Policies: pols})
 	if err != nil {
 		return nil, err

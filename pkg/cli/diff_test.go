@@ -299,6 +299,22 @@ func TestDiffAgainstAPIServers(t *testing.T) {
 		assert.Contains(t, out, "- delete (GC) Secret default/creds (component config)")
 	})
 
+	t.Run("the live Application's orphan-resource finalizer orphans it, as the controller's collection does", func(t *testing.T) {
+		a := &v1beta1.Application{}
+		require.NoError(t, yaml.Unmarshal([]byte(diffApp(diffAppOpts{mode: "a"})), a))
+		a.Namespace, a.Finalizers = "default", []string{v1beta1.FinalizerOrphanResource}
+		require.NoError(t, hub.Client.Create(ctx, a))
+		defer func() {
+			a.Finalizers = nil
+			require.NoError(t, hub.Client.Update(ctx, a))
+			require.NoError(t, hub.Client.Delete(ctx, a))
+		}()
+		out, code := e.diff(t, diffApp(diffAppOpts{mode: "a", noConfig: true}))
+		assert.Equal(t, ExitDiffChanges, code, out)
+		assert.Contains(t, out, "- delete (GC) orphan Secret default/creds (component config)")
+		assert.Contains(t, out, "- delete (GC) orphan ConfigMap default/settings (component config)")
+	})
+
 	t.Run("an unreachable member is unknown, exit 2 unless ignored", func(t *testing.T) {
 		out, code := e.diff(t, diffApp(diffAppOpts{mode: "a", down: true}))
 		assert.Equal(t, ExitDiffError, code, out)

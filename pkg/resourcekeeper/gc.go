@@ -79,18 +79,7 @@ func (k *Keeper) GarbageCollect(ctx context.Context) (done bool, err error) {
 			}
 		}
 	}
-	var cands []v1beta1.ManagedResource
-	seen := map[entryKey]bool{}
-	for _, rt := range t.old {
-		for _, e := range rt.Spec.ManagedResources {
-			key := keyOf(e)
-			if e.Deleted || e.SkipGC || current[key] || seen[key] {
-				continue
-			}
-			seen[key] = true
-			cands = append(cands, e)
-		}
-	}
+	cands := gcCandidates(t.old, current)
 
 	results, collectErr := k.collect(ctx, cands, false)
 
@@ -280,6 +269,28 @@ func (k *Keeper) dependsOn(a, b string) bool {
 	return false
 }
 
+// gcCandidates are the entries garbage collection considers once a
+// revision that applies exactly keep has succeeded: every entry of the
+// trackers (older revisions' first) that keep does not list, once, except
+// entries already collected (Deleted) and skipGC entries (KubeVela's
+// strategy never, a namespace oamflow created), which a new revision's
+// collection never touches. GarbageCollect and PreviewGC both pick here.
+func gcCandidates(trackers []*v1beta1.ResourceTracker, keep map[entryKey]bool) []v1beta1.ManagedResource {
+	var cands []v1beta1.ManagedResource
+	seen := map[entryKey]bool{}
+	for _, rt := range trackers {
+		for _, e := range rt.Spec.ManagedResources {
+			key := keyOf(e)
+			if e.Deleted || e.SkipGC || keep[key] || seen[key] {
+				continue
+			}
+			seen[key] = true
+			cands = append(cands, e)
+		}
+	}
+	return cands
+}
+
 // gcRule is the garbage-collect rule of obj; with the orphan-resource
 // finalizer on the Application, its propagation is orphan.
 func (k *Keeper) gcRule(obj *unstructured.Unstructured) GarbageCollectRule {
@@ -310,13 +321,7 @@ func (k *Keeper) collectOne(ctx context.Context, e v1beta1.ManagedResource, appD
 		}
 		return outPending, fmt.Errorf("reading %s: %w", ref, err)
 	}
-	v := k.gcVerdictOf(live, appDelete)
-	if e.SkipGC && v.act == gcDelete {
-		// A skipGC entry (KubeVela's, or a namespace oamflow created) is
-		// never deleted, not even with the Application: it is orphaned,
-		// as KubeVela does.
-		v.act = gcOrphan
-	}
+	v := k.judge(e, live, appDelete)
 	switch v.act {
 	case gcNotOurs:
 		return outGone, nil
@@ -416,9 +421,27 @@ type gcVerdict struct {
 	rule    GarbageCollectRule
 }
 
+// judge decides what collecting the tracked entry e does: a Helm release
+// by the HelmRelease last ensured (releaseVerdictOf), any other object by
+// live, the object as it is (gcVerdictOf); a skipGC entry is never
+// deleted, not even with the Application: it is orphaned, as KubeVela
+// does. Collection (collectOne, collectRelease) and its preview (PreviewGC,
+// JudgeGC) all decide here.
+func (k *Keeper) judge(e v1beta1.ManagedResource, live *unstructured.Unstructured, appDelete bool) gcVerdict {
+	var v gcVerdict
+	if isReleaseEntry(e) {
+		v = gcVerdict{act: k.releaseVerdictOf(trackedObject(e), appDelete)}
+	} else {
+		v = k.gcVerdictOf(live, appDelete)
+	}
+	if e.SkipGC && v.act == gcDelete {
+		v.act = gcOrphan
+	}
+	return v
+}
+
 // gcVerdictOf decides what collecting live does, from its labels and
-// shared-by list and the garbage-collect rules; GarbageCollect, Delete and
-// PreviewGC all decide here.
+// shared-by list and the garbage-collect rules (see judge).
 func (k *Keeper) gcVerdictOf(live *unstructured.Unstructured, appDelete bool) gcVerdict {
 	others := slices.DeleteFunc(sharers(live), func(s string) bool { return s == k.ownerKey() })
 	if !k.ownedByUs(live) {

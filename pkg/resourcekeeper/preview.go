@@ -140,59 +140,59 @@ func (k *Keeper) PreviewGC(ctx context.Context, keep []common.ClusterObjectRefer
 	for _, r := range keep {
 		kept[keyOf(v1beta1.ManagedResource{ClusterObjectReference: r})] = true
 	}
+	// Once the new revision succeeded, every revision's tracker is an
+	// older one (the current one too, when the new revision is another).
 	versioned := t.old
 	if t.current != nil {
 		versioned = append(slices.Clone(versioned), t.current)
 	}
 	var out []GCChange
-	seen := map[entryKey]bool{}
-	for _, rt := range versioned {
-		for _, e := range rt.Spec.ManagedResources {
-			key := keyOf(e)
-			if e.Deleted || e.SkipGC || kept[key] || seen[key] {
-				continue
-			}
-			seen[key] = true
-			ch := GCChange{Object: e.ClusterObjectReference, Component: e.Component}
-			ch.Object.Cluster = normCluster(ch.Object.Cluster)
-			if isReleaseEntry(e) {
-				ch.Action = releaseAction(k.releaseVerdictOf(trackedObject(e), false))
-				out = append(out, ch)
-				continue
-			}
-			c, err := k.clients.Client(ctx, e.Cluster)
-			if err != nil {
-				ch.Err = err
-				out = append(out, ch)
-				continue
-			}
-			live := &unstructured.Unstructured{}
-			live.SetAPIVersion(e.APIVersion)
-			live.SetKind(e.Kind)
-			if err := c.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: e.Name}, live); err != nil {
-				if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-					continue
-				}
-				ch.Err = fmt.Errorf("reading %s: %w", refString(e.ClusterObjectReference), err)
-				out = append(out, ch)
-				continue
-			}
-			ch.Live = live
-			if ch.Action, ch.To = k.JudgeGC(live); ch.Action == "" {
-				continue
-			}
+	for _, e := range gcCandidates(versioned, kept) {
+		ch := GCChange{Object: e.ClusterObjectReference, Component: e.Component}
+		ch.Object.Cluster = normCluster(ch.Object.Cluster)
+		if isReleaseEntry(e) {
+			ch.Action, _ = gcActionOf(k.judge(e, nil, false))
 			out = append(out, ch)
+			continue
 		}
+		c, err := k.clients.Client(ctx, e.Cluster)
+		if err != nil {
+			ch.Err = err
+			out = append(out, ch)
+			continue
+		}
+		live := &unstructured.Unstructured{}
+		live.SetAPIVersion(e.APIVersion)
+		live.SetKind(e.Kind)
+		if err := c.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: e.Name}, live); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				continue
+			}
+			ch.Err = fmt.Errorf("reading %s: %w", refString(e.ClusterObjectReference), err)
+			out = append(out, ch)
+			continue
+		}
+		ch.Live = live
+		if ch.Action, ch.To = gcActionOf(k.judge(e, live, false)); ch.Action == "" {
+			continue
+		}
+		out = append(out, ch)
 	}
 	return out, nil
 }
 
-// JudgeGC says what garbage collection would do with live, a tracked
-// object the new revision no longer applies, by the rules GarbageCollect
-// uses; to is the Application a hand-over gives it to. action is "" when
-// the object is another Application's now and is left alone.
+// JudgeGC says what garbage collection would do with live, an object of
+// the Application the new revision no longer applies that no tracker
+// entry describes (diff --offline has no trackers), by the rules
+// GarbageCollect uses; to is the Application a hand-over gives it to.
+// action is "" when the object is another Application's now and is left
+// alone.
 func (k *Keeper) JudgeGC(live *unstructured.Unstructured) (action GCAction, to string) {
-	v := k.gcVerdictOf(live, false)
+	return gcActionOf(k.judge(v1beta1.ManagedResource{}, live, false))
+}
+
+// gcActionOf names a verdict of judge ("" for gcNotOurs).
+func gcActionOf(v gcVerdict) (action GCAction, to string) {
 	switch v.act {
 	case gcNotOurs:
 		return "", ""
@@ -204,19 +204,8 @@ func (k *Keeper) JudgeGC(live *unstructured.Unstructured) (action GCAction, to s
 		return GCActionHandOver, v.sharers[0]
 	case gcDeleting:
 		return GCActionDeleting, ""
-	case gcOrphan:
+	case gcOrphan, gcLeave:
 		return GCActionOrphan, ""
 	}
 	return GCActionDelete, ""
-}
-
-// releaseAction names the verdict on a tracked Helm release.
-func releaseAction(a gcAct) GCAction {
-	switch a {
-	case gcKeep:
-		return GCActionKeep
-	case gcOrphan, gcLeave:
-		return GCActionOrphan
-	}
-	return GCActionDelete
 }

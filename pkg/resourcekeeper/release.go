@@ -190,8 +190,7 @@ func (k *Keeper) ensureRelease(ctx context.Context, cluster string, p *plan) err
 func (k *Keeper) collectRelease(ctx context.Context, e v1beta1.ManagedResource, appDelete bool) (outcome, error) {
 	ref := refString(e.ClusterObjectReference)
 	log := logf.FromContext(ctx)
-	obj := trackedObject(e)
-	switch k.releaseVerdictOf(obj, appDelete) {
+	switch k.judge(e, nil, appDelete).act {
 	case gcKeep:
 		return outKeep, nil
 	case gcLeave:
