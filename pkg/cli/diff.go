@@ -82,13 +82,18 @@ workflow deploys to, without changing anything.
 
 The Application of the -f files (with the definitions, Policy and Workflow
 objects in the same files, as ` + "`up`" + ` reads them) is validated as ` + "`up`" + `
-validates it, then rendered as the controller renders it: each deploy and
-apply-component step of its workflow (and the object of each apply-object
-step, on its cluster), topology and override policies per
-target cluster (a step with an if condition is planned too; its changes
+validates it, then rendered as the controller renders it, in the order of
+its workflow's steps: each deploy and apply-component step (and the object
+of each apply-object step, on its cluster), topology and override policies
+per target cluster; only the steps there are (a workflow of apply-object
+steps deploys no component). A step of another type whose definition
+writes (kube.#Apply, helm.#Install..., as helm-install or a custom step)
+is not run: it is listed as "? not planned", and an object a step applied
+that the plan no longer has is not judged then. A step with an if
+condition is planned too; its changes
 say whether the condition holds on the live Application's status from its
 last run, "depends on S" when it reads a step S that status does not have,
-or "only if step S runs" when it reads inputs or context). Every
+or "only if step S runs" when it reads inputs or context. Every
 object goes through the controller's own apply plan
 (ownership, adoption, shared-resource, read-only and apply-once policies)
 and is sent to its cluster as a server-side apply dry run (dryRun=All)
@@ -236,6 +241,8 @@ type diffInput struct {
 	revision int64
 	clusters []string
 	items    map[string][]diffItem
+	// notPlanned are the steps that may write but are not planned.
+	notPlanned []notPlannedStep
 	// liveFinalizers are the live Application's: the controller's Keeper
 	// is built from the live Application, whose orphan-resource finalizer
 	// turns every collection into an orphaning.
@@ -454,12 +461,54 @@ func (o *diffOptions) renderAs(ctx context.Context, hub client.Client, reg *mult
 		}
 	}
 	index := map[string]int{}
+	add := func(cl string, it diffItem) {
+		if _, ok := di.items[cl]; !ok {
+			di.clusters = append(di.clusters, cl)
+		}
+		// The same object applied by several steps: the last write is
+		// what stays.
+		key := cl + "|" + objectKey(it.obj)
+		if i, ok := index[key]; ok {
+			di.items[cl][i] = it
+			return
+		}
+		index[key] = len(di.items[cl])
+		di.items[cl] = append(di.items[cl], it)
+	}
+	byStep := map[string]render.Plan{}
 	for _, p := range plans {
 		for _, w := range p.Warnings {
 			fmt.Fprintf(errOut, "Warning: %s/%s: %s\n", af.Namespace, af.Name, w)
 		}
+		byStep[p.Step] = p
+	}
+	rev := revision.Name(app.Name, n)
+	// The steps in workflow order (a group's sub-steps after it), as
+	// PlanWorkflow walks them; the objects of each in that order.
+	steps := workflowSteps(af)
+	if len(steps) == 0 {
+		// No steps at all (a spec.workflow.ref): PlanWorkflow's one plan
+		// of every component on the hub.
+		steps = []*appfile.WorkflowStep{{Type: appfile.StepTypeDeploy}}
+	}
+	for _, st := range steps {
+		if st.Type == stepTypeApplyObject {
+			ci, err := applyObjectItem(af, st, rev, conds[st.Name])
+			if err != nil {
+				return nil, err
+			}
+			add(ci.cluster, ci.item)
+			continue
+		}
+		p, ok := byStep[st.Name]
+		if !ok {
+			if why := unplannedStep(ctx, st); why != "" {
+				di.notPlanned = append(di.notPlanned, notPlannedStep{Step: st.Name, Type: st.Type, Message: why})
+			}
+			continue
+		}
 		for _, t := range p.Targets {
-			opts := render.Options{AppRevision: revision.Name(app.Name, n), Cluster: t.Cluster, Namespace: t.Namespace}
+			opts := render.Options{AppRevision: rev, Cluster: t.Cluster, Namespace: t.Namespace}
 			if reg != nil {
 				if v, err := reg.ClusterVersion(ctx, t.Cluster); err == nil {
 					opts.ClusterVersion = v
@@ -480,39 +529,77 @@ func (o *diffOptions) renderAs(ctx context.Context, hub client.Client, reg *mult
 				if multicluster.IsLocal(cl) {
 					cl = v1beta1.ClusterLocal
 				}
-				if _, ok := di.items[cl]; !ok {
-					di.clusters = append(di.clusters, cl)
-				}
-				// The same object deployed by several steps: the last
-				// write is what stays.
-				key := cl + "|" + objectKey(r.Object)
-				it := diffItem{step: p.Step, component: r.Component, obj: r.Object, cond: conds[p.Step]}
-				if i, ok := index[key]; ok {
-					di.items[cl][i] = it
-					continue
-				}
-				index[key] = len(di.items[cl])
-				di.items[cl] = append(di.items[cl], it)
+				add(cl, diffItem{step: p.Step, component: r.Component, obj: r.Object, cond: conds[p.Step]})
 			}
 		}
 	}
-	objs, err := applyObjectItems(af, revision.Name(app.Name, n), conds)
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range objs {
-		if _, ok := di.items[o.cluster]; !ok {
-			di.clusters = append(di.clusters, o.cluster)
-		}
-		key := o.cluster + "|" + objectKey(o.item.obj)
-		if i, ok := index[key]; ok {
-			di.items[o.cluster][i] = o.item
-			continue
-		}
-		index[key] = len(di.items[o.cluster])
-		di.items[o.cluster] = append(di.items[o.cluster], o.item)
-	}
 	return di, nil
+}
+
+// workflowSteps are af's workflow steps in order, each step group
+// followed by its sub-steps.
+func workflowSteps(af *appfile.AppFile) []*appfile.WorkflowStep {
+	if af.Workflow == nil {
+		return nil
+	}
+	var out []*appfile.WorkflowStep
+	for _, s := range af.Workflow.Steps {
+		out = append(out, s)
+		out = append(out, s.SubSteps...)
+	}
+	return out
+}
+
+// notPlannedStep is a workflow step diff does not plan although it may
+// write: what it applies is not compared.
+type notPlannedStep struct {
+	Step    string `json:"step"`
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// writingAction reports whether the provider action sel ("#Apply")
+// creates, changes or deletes objects (or Helm releases) when a step runs
+// it.
+func writingAction(sel string) bool {
+	switch sel {
+	case "#Apply", "#ApplyInParallel", "#ApplyComponent", "#ApplyApplication", "#ApplyApplicationInParallel",
+		"#ApplyEnvBindApp", "#Deploy", "#DeployCloudResource", "#ShareCloudResource", "#Install", "#Uninstall",
+		"#Delete", "#Patch", "#PatchApplication", "#Create", "#CreateConfig", "#DeleteConfig":
+		return true
+	}
+	return false
+}
+
+// unplannedStep says why st, a step diff does not plan (neither deploy,
+// apply-component nor apply-object), is listed as not planned: its
+// definition uses a provider action that writes (kube.#Apply,
+// helm.#Install...), or cannot be read to tell. "" for a step that only
+// waits, reads or calls out (suspend, step-group, read-object, webhook,
+// print-message-in-status...).
+func unplannedStep(ctx context.Context, st *appfile.WorkflowStep) string {
+	if st.Type == appfile.StepTypeSuspend || st.Type == appfile.StepTypeStepGroup {
+		return ""
+	}
+	d, err := st.Definition(ctx)
+	if err != nil || d == nil {
+		return "its definition could not be read to tell what it applies"
+	}
+	t, err := cuex.NewEngine().Compile(cuex.Source{Kind: "workflow-step", Name: st.Type}, d.Template())
+	if err != nil {
+		return "its definition does not compile: " + err.Error()
+	}
+	var writes []string
+	for _, a := range t.Actions() {
+		_, sel, _ := strings.Cut(a, ".")
+		if writingAction(sel) && !slices.Contains(writes, a) {
+			writes = append(writes, a)
+		}
+	}
+	if len(writes) == 0 {
+		return ""
+	}
+	return "applies at run time (" + strings.Join(writes, ", ") + "); diff does not run it, so what it applies is not compared"
 }
 
 // stepTypeApplyObject is the built-in step applying properties.value to
@@ -524,46 +611,34 @@ type clusterItem struct {
 	item    diffItem
 }
 
-// applyObjectItems are the objects af's apply-object steps would apply, as
-// the step applies them: the step's value, in the Application's namespace
+// applyObjectItem is the object the apply-object step st would apply, as
+// the step applies it: the step's value, in the Application's namespace
 // when it names none, with the app name, namespace and revision labels
 // the workflow's kube provider adds, to the step's cluster (the hub when
-// empty). They are diffed after the deploy steps' objects.
-func applyObjectItems(af *appfile.AppFile, rev string, conds map[string]string) ([]clusterItem, error) {
-	if af.Workflow == nil {
-		return nil, nil
+// empty).
+func applyObjectItem(af *appfile.AppFile, st *appfile.WorkflowStep, rev, cond string) (clusterItem, error) {
+	v, ok := st.Properties["value"].(map[string]any)
+	if !ok {
+		return clusterItem{}, userErrorf("workflow step %q (apply-object): properties.value: expected an object (apiVersion, kind, metadata...)", st.Name)
 	}
-	var out []clusterItem
-	for _, s := range af.Workflow.Steps {
-		for _, st := range append([]*appfile.WorkflowStep{s}, s.SubSteps...) {
-			if st.Type != stepTypeApplyObject {
-				continue
-			}
-			v, ok := st.Properties["value"].(map[string]any)
-			if !ok {
-				return nil, userErrorf("workflow step %q (apply-object): properties.value: expected an object (apiVersion, kind, metadata...)", st.Name)
-			}
-			obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(v)}
-			if obj.GetKind() == "" || obj.GetAPIVersion() == "" || obj.GetName() == "" {
-				return nil, userErrorf("workflow step %q (apply-object): properties.value: expected apiVersion, kind and metadata.name", st.Name)
-			}
-			if obj.GetNamespace() == "" {
-				obj.SetNamespace(af.Namespace)
-			}
-			labels := obj.GetLabels()
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			labels[v1beta1.LabelAppName], labels[v1beta1.LabelAppNamespace], labels[v1beta1.LabelAppRevision] = af.Name, af.Namespace, rev
-			obj.SetLabels(labels)
-			cl, _ := st.Properties["cluster"].(string)
-			if multicluster.IsLocal(cl) {
-				cl = v1beta1.ClusterLocal
-			}
-			out = append(out, clusterItem{cluster: cl, item: diffItem{step: st.Name, obj: obj, cond: conds[st.Name]}})
-		}
+	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(v)}
+	if obj.GetKind() == "" || obj.GetAPIVersion() == "" || obj.GetName() == "" {
+		return clusterItem{}, userErrorf("workflow step %q (apply-object): properties.value: expected apiVersion, kind and metadata.name", st.Name)
 	}
-	return out, nil
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(af.Namespace)
+	}
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[v1beta1.LabelAppName], labels[v1beta1.LabelAppNamespace], labels[v1beta1.LabelAppRevision] = af.Name, af.Namespace, rev
+	obj.SetLabels(labels)
+	cl, _ := st.Properties["cluster"].(string)
+	if multicluster.IsLocal(cl) {
+		cl = v1beta1.ClusterLocal
+	}
+	return clusterItem{cluster: cl, item: diffItem{step: st.Name, obj: obj, cond: cond}}, nil
 }
 
 // objectKey identifies an object by API group, kind, namespace and name.
@@ -626,7 +701,7 @@ func (o *diffOptions) compare(ctx context.Context, hub client.Client, reg *multi
 	if err != nil {
 		return nil, err
 	}
-	rep := &diffReport{Application: app.Namespace + "/" + app.Name, Revision: revision.Name(app.Name, di.revision)}
+	rep := &diffReport{Application: app.Namespace + "/" + app.Name, Revision: revision.Name(app.Name, di.revision), NotPlanned: di.notPlanned}
 	total := 0
 	for _, cl := range di.clusters {
 		total += len(di.items[cl])
@@ -665,15 +740,31 @@ func (o *diffOptions) compare(ctx context.Context, hub client.Client, reg *multi
 		}
 		od := diffEntry{Component: ch.Component, APIVersion: ch.Object.APIVersion, Kind: ch.Object.Kind,
 			Namespace: ch.Object.Namespace, Name: ch.Object.Name}
-		if ch.Err != nil {
+		switch {
+		case ch.Err != nil:
 			od.Action, od.Message = actionUnknown, ch.Err.Error()
-		} else {
+		case ch.Component == "" && len(di.notPlanned) > 0:
+			// Applied by a workflow step, not a component: one diff does
+			// not plan may apply it again, and then it is kept.
+			od.Action, od.Message = actionNotCompared, notPlannedGC(di.notPlanned)
+		default:
 			gcEntry(&od, ch.Action, ch.To)
 		}
 		cd.Objects = append(cd.Objects, od)
 	}
 	rep.count()
 	return rep, nil
+}
+
+// notPlannedGC says why an object a workflow step applied and the plan
+// no longer has is not judged: a step diff does not plan may apply it.
+func notPlannedGC(steps []notPlannedStep) string {
+	names := make([]string, 0, len(steps))
+	for _, s := range steps {
+		names = append(names, s.Step)
+	}
+	return "applied by a workflow step, not planned now; garbage collection deletes it unless step " +
+		strings.Join(names, ", ") + " (not planned) applies it again"
 }
 
 // gcEntry fills od with what garbage collection would do (to: the
@@ -867,7 +958,10 @@ type diffReport struct {
 	Application string        `json:"application"`
 	Revision    string        `json:"revision"`
 	Clusters    []clusterDiff `json:"clusters"`
-	Summary     diffSummary   `json:"summary"`
+	// NotPlanned are the workflow steps that may write but that diff
+	// does not plan (what they apply is not compared).
+	NotPlanned []notPlannedStep `json:"notPlanned,omitempty"`
+	Summary    diffSummary      `json:"summary"`
 }
 
 // clusterDiff is the plan for one cluster.
@@ -911,6 +1005,8 @@ type diffSummary struct {
 	UnknownObjects int `json:"unknownObjects"`
 	// NotCompared counts what diff cannot render (remote Helm charts).
 	NotCompared int `json:"notCompared,omitempty"`
+	// NotPlanned counts the steps diff does not plan (notPlanned).
+	NotPlanned int `json:"notPlanned,omitempty"`
 }
 
 func (r *diffReport) cluster(name string) *clusterDiff {
@@ -952,6 +1048,7 @@ func (r *diffReport) count() {
 			}
 		}
 	}
+	s.NotPlanned = len(r.NotPlanned)
 	r.Summary = s
 }
 
@@ -1045,6 +1142,12 @@ func writeDiffReport(out io.Writer, rep *diffReport, format string, verbose bool
 			fmt.Fprintf(&b, "  = %s unchanged\n", plural(unchanged, "object"))
 		}
 	}
+	if len(rep.NotPlanned) > 0 {
+		b.WriteString("\nnot planned:\n")
+		for _, np := range rep.NotPlanned {
+			fmt.Fprintf(&b, "  ? not planned: step %s (type %s) %s\n", np.Step, np.Type, oneLine(np.Message))
+		}
+	}
 	s := rep.Summary
 	fmt.Fprintf(&b, "\nPlan: %d to create, %d to update, %d to delete, %d conflict(s), %d unchanged", s.Create, s.Update, s.Delete, s.Conflict, s.Unchanged)
 	if s.Kept > 0 {
@@ -1061,6 +1164,9 @@ func writeDiffReport(out io.Writer, rep *diffReport, format string, verbose bool
 	}
 	if s.NotCompared > 0 {
 		fmt.Fprintf(&b, "; %d not compared", s.NotCompared)
+	}
+	if s.NotPlanned > 0 {
+		fmt.Fprintf(&b, "; %s not planned", plural(s.NotPlanned, "step"))
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(out, b.String())

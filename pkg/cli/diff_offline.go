@@ -86,7 +86,7 @@ func compareOffline(di *diffInput, live []*unstructured.Unstructured) (*diffRepo
 		index[liveCluster(obj)+"|"+objectKey(obj)] = obj
 	}
 	used := map[string]bool{}
-	rep := &diffReport{Application: app.Namespace + "/" + app.Name, Revision: "(offline)"}
+	rep := &diffReport{Application: app.Namespace + "/" + app.Name, Revision: "(offline)", NotPlanned: di.notPlanned}
 	for _, cl := range di.clusters {
 		cd := rep.cluster(cl)
 		for _, it := range di.items[cl] {
@@ -144,7 +144,11 @@ func compareOffline(di *diffInput, live []*unstructured.Unstructured) (*diffRepo
 		}
 		od := diffEntry{Component: l[v1beta1.LabelAppComponent], APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(),
 			Namespace: obj.GetNamespace(), Name: obj.GetName()}
-		gcEntry(&od, action, to)
+		if od.Component == "" && len(di.notPlanned) > 0 {
+			od.Action, od.Message = actionNotCompared, notPlannedGC(di.notPlanned)
+		} else {
+			gcEntry(&od, action, to)
+		}
 		rep.cluster(liveCluster(obj)).Objects = append(rep.cluster(liveCluster(obj)).Objects, od)
 	}
 	rep.count()

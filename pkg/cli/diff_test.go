@@ -790,3 +790,99 @@ func TestDiffOfflineClusterLabels(t *testing.T) {
 	assert.Contains(t, out, "cluster member-2:")
 	assert.NotContains(t, errOut, "cannot be resolved offline")
 }
+
+// TestDiffWorkflowSteps: diff walks the workflow as the controller runs
+// it: objects in step order, only the steps there are (no component is
+// deployed without a step deploying it), and a step that writes but is
+// not planned is said so, never left out.
+func TestDiffWorkflowSteps(t *testing.T) {
+	dir := t.TempDir()
+	const head = `apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata: {name: shop}
+spec:
+  components:
+    - name: web
+      type: webservice
+      properties: {image: "nginx:1.27"}
+  workflow:
+    steps:
+`
+	object := func(name string) string {
+		return `      - name: ` + name + `
+        type: apply-object
+        properties:
+          value: {apiVersion: v1, kind: ConfigMap, metadata: {name: ` + name + `}, data: {k: v}}
+`
+	}
+	const deploy = `      - name: deploy
+        type: deploy
+        properties: {policies: []}
+`
+	const install = `      - name: install
+        type: helm-install
+        properties:
+          chart: {source: podinfo, repoURL: "https://charts.example.com"}
+          release: {name: podinfo}
+`
+	const read = `      - name: read
+        type: read-object
+        properties: {apiVersion: v1, kind: ConfigMap, name: settings}
+`
+	legacy := `---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: legacy
+  namespace: default
+  labels: {app.oam.dev/name: shop, app.oam.dev/namespace: default}
+data: {a: b}
+`
+	cases := []struct {
+		reason string
+		steps  string
+		live   string
+		// ordered must appear in this order.
+		ordered []string
+		absent  []string
+	}{
+		{reason: "apply-object steps around a deploy step: in step order",
+			steps:   object("first") + deploy + object("last"),
+			ordered: []string{"+ create ConfigMap default/first (step first)", "+ create Deployment default/web (component web, step deploy)", "+ create ConfigMap default/last (step last)"}},
+		{reason: "only apply-object steps: the components are not deployed, as the controller runs no step deploying them",
+			steps:   object("only"),
+			ordered: []string{"+ create ConfigMap default/only (step only)", "Plan: 1 to create"},
+			absent:  []string{"Deployment"}},
+		{reason: "a step that writes and is not planned is listed; one that only reads is not",
+			steps: deploy + install + read,
+			ordered: []string{"+ create Deployment default/web", "not planned:\n  ? not planned: step install (type helm-install) applies at run time (helm.#Install)",
+				"; 1 step not planned"},
+			absent: []string{"step read"}},
+		{reason: "an object a step applied, no longer planned: deleted by GC when every step is planned",
+			steps: deploy, live: legacy,
+			ordered: []string{"- delete (GC) ConfigMap default/legacy"}},
+		{reason: "... not judged when a step that is not planned may apply it again",
+			steps: deploy + install, live: legacy,
+			ordered: []string{"? not compared ConfigMap default/legacy", "unless step install (not planned) applies it again"},
+			absent:  []string{"delete (GC)"}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			f := writeFile(t, dir, fmt.Sprintf("app-%d.yaml", i), head+tc.steps)
+			liveFile := writeFile(t, dir, fmt.Sprintf("live-%d.yaml", i), tc.live)
+			out, errOut, code := runOamflow(t, "diff", "--offline", "-n", "default", "-f", f, "--live", liveFile)
+			assert.Equal(t, ExitDiffChanges, code, out+errOut)
+			rest := out
+			for _, s := range tc.ordered {
+				i := strings.Index(rest, s)
+				if !assert.GreaterOrEqual(t, i, 0, "%q after the previous lines in:\n%s", s, out) {
+					return
+				}
+				rest = rest[i+len(s):]
+			}
+			for _, s := range tc.absent {
+				assert.NotContains(t, out, s)
+			}
+		})
+	}
+}
