@@ -51,6 +51,10 @@ type InvalidError struct {
 	Errors []FieldError
 }
 
+// Terminal says that retrying cannot help: the same Application and
+// definitions are invalid the same way (package errclass).
+func (e *InvalidError) Terminal() bool { return true }
+
 func (e *InvalidError) Error() string {
 	var b strings.Builder
 	if len(e.Errors) == 1 {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/pkg/errclass"
 )
 
 // clustersFunc adapts a function to Clusters.
@@ -78,6 +79,7 @@ func TestValidate(t *testing.T) {
 				assert.Contains(t, err.Error(), tc.other)
 			case tc.errs != nil:
 				require.True(t, IsInvalid(err), "%v", err)
+				assert.True(t, errclass.IsTerminal(err), "an invalid Application is not retried")
 				assert.Equal(t, tc.errs, validationErrors(t, err))
 				assert.Nil(t, af)
 			default:

@@ -38,6 +38,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/cuex"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"github.com/oamflow/oamflow/pkg/health"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/placement"
@@ -413,15 +414,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 }
 
 // runPhases runs the phases in order until one settles, asks to reread,
-// or fails. An error that is the Application's to fix (isUserError) is
-// in its conditions, and not retried before a change or the next check.
+// or fails. An error that retrying cannot fix (errclass.IsTerminal: the
+// Application's to fix) is in its conditions, and not retried before a
+// change or the next check.
 func (r *Reconciler) runPhases(ctx context.Context, s *scope) (next, error) {
 	for _, p := range r.phases() {
 		began := time.Now()
 		nx, err := p.run(ctx, s)
 		r.metrics.ObservePhase(p.name, time.Since(began), err)
 		switch {
-		case err != nil && isUserError(err):
+		case err != nil && errclass.IsTerminal(err):
 			s.log.V(1).Info("application cannot be deployed as written", "phase", p.name, "reason", err.Error())
 			return settle, nil
 		case err != nil:

@@ -69,7 +69,6 @@ func (r *Reconciler) parse(ctx context.Context, s *scope) (next, error) {
 		snap := revision.Application(s.latest, app)
 		af, _, err := r.validator.Validate(ctx, snap, revision.Source(s.latest, r.sources.Source(app)), nil)
 		if err != nil {
-			err = invalidIsUsers(err)
 			setParsedCondition(app, "", err)
 			return proceed, err
 		}
@@ -80,7 +79,6 @@ func (r *Reconciler) parse(ctx context.Context, s *scope) (next, error) {
 	rec := revision.NewRecorder(r.sources.Source(app))
 	af, warnings, err := r.validator.Validate(ctx, app, rec, r.clusters())
 	if err != nil {
-		err = invalidIsUsers(err)
 		setParsedCondition(app, "", err)
 		return proceed, err
 	}
@@ -93,15 +91,6 @@ func (r *Reconciler) parse(ctx context.Context, s *scope) (next, error) {
 	s.af, s.defs = af, defs
 	setParsedCondition(app, "parsed against the installed definitions ("+why+")", nil)
 	return proceed, nil
-}
-
-// invalidIsUsers marks an Application that cannot be deployed as
-// written (appfile.IsInvalid) as the user's to fix.
-func invalidIsUsers(err error) error {
-	if appfile.IsInvalid(err) {
-		return &userError{err: err}
-	}
-	return err
 }
 
 // clusters returns the cluster check of topology policies: the cluster
@@ -165,7 +154,7 @@ func (r *Reconciler) policy(ctx context.Context, s *scope) (next, error) {
 	app := s.app
 	pols, err := resourcekeeper.ParsePolicies(s.af.App.Spec.Policies)
 	if err != nil {
-		err = &userError{err: err}
+		err = errclass.Terminal(err)
 		setPolicyCondition(app, 0, err)
 		return proceed, err
 	}
@@ -200,7 +189,7 @@ func (r *Reconciler) policy(ctx context.Context, s *scope) (next, error) {
 func (r *Reconciler) identity(ctx context.Context, s *scope) (next, error) {
 	app := s.app
 	if s.tenantErr != nil {
-		err := &userError{err: s.tenantErr}
+		err := errclass.Terminal(s.tenantErr)
 		setIdentityCondition(app, tenancy.Identity{}, common.ReasonInvalidIdentity, "", err)
 		return proceed, err
 	}
@@ -217,7 +206,7 @@ func (r *Reconciler) identity(ctx context.Context, s *scope) (next, error) {
 		err = c.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}, &corev1.ServiceAccount{})
 		switch {
 		case apierrors.IsNotFound(err):
-			uerr := &userError{err: fmt.Errorf("ServiceAccount %s/%s does not exist: nothing is deployed until it does (%s)", id.Namespace, id.Name, id.Describe())}
+			uerr := errclass.Terminal(fmt.Errorf("ServiceAccount %s/%s does not exist: nothing is deployed until it does (%s)", id.Namespace, id.Name, id.Describe()))
 			setIdentityCondition(app, id, common.ReasonServiceAccountNotFound, "", uerr)
 			s.requeueAfter(30 * time.Second)
 			return proceed, uerr
@@ -256,7 +245,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (next, error) {
 		}
 		res, err := r.renderer.RenderComponent(ctx, s.af, comp.Name, d.options(ctx, workflow.ComponentRequest{Name: comp.Name}))
 		if err != nil {
-			err = &userError{err: fmt.Errorf("spec.components[%d]: %w", i, err)}
+			err = errclass.Terminal(fmt.Errorf("spec.components[%d]: %w", i, err))
 			setRenderCondition(app, 0, 0, err)
 			return proceed, err
 		}
@@ -266,7 +255,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (next, error) {
 		}
 		objects += len(res)
 		if err := appfile.CheckRenderedObjects(ctx, s.af, objects); err != nil {
-			err = &userError{err: err}
+			err = errclass.Terminal(err)
 			setRenderCondition(app, 0, 0, err)
 			return proceed, err
 		}
@@ -318,7 +307,7 @@ func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) (next, error) {
 	}
 	plan, err := workflow.PlanOf(s.af.Workflow, r.opts.StepTimeout)
 	if err != nil {
-		err = &userError{err: err}
+		err = errclass.Terminal(err)
 		setWorkflowCondition(app, err)
 		return proceed, err
 	}

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"github.com/oamflow/oamflow/pkg/tenancy"
 	"github.com/oamflow/oamflow/pkg/workflow"
 )
@@ -30,21 +30,16 @@ func setCondition(app *v1beta1.Application, typ string, ok bool, reason, msg str
 	})
 }
 
-// userError is an error caused by the Application (or its definitions):
-// retrying without a change cannot fix it.
-type userError struct{ err error }
-
-func (e *userError) Error() string { return e.err.Error() }
-func (e *userError) Unwrap() error { return e.err }
-
 // setParsedCondition records the parse phase: err nil means the app was
-// parsed (source says against what); a *userError is the Application's
-// fault (InvalidApplication); other errors are transient (ParseError).
+// parsed (source says against what); an error retrying cannot fix
+// (errclass.IsTerminal; an appfile.InvalidError is one) is the
+// Application's fault (InvalidApplication); other errors are transient
+// (ParseError).
 func setParsedCondition(app *v1beta1.Application, source string, err error) {
 	switch {
 	case err == nil:
 		setCondition(app, common.ConditionParsed, true, common.ReasonParsed, source)
-	case isUserError(err):
+	case errclass.IsTerminal(err):
 		setCondition(app, common.ConditionParsed, false, common.ReasonInvalidApplication, err.Error())
 	default:
 		setCondition(app, common.ConditionParsed, false, common.ReasonParseError, err.Error())
@@ -78,7 +73,7 @@ func setPolicyCondition(app *v1beta1.Application, policies int, err error) {
 	switch {
 	case err == nil:
 		setCondition(app, common.ConditionPolicy, true, common.ReasonPoliciesReady, fmt.Sprintf("%d policies", policies))
-	case isUserError(err):
+	case errclass.IsTerminal(err):
 		setCondition(app, common.ConditionPolicy, false, common.ReasonInvalidPolicy, err.Error())
 	default:
 		setCondition(app, common.ConditionPolicy, false, common.ReasonPolicyError, err.Error())
@@ -87,7 +82,7 @@ func setPolicyCondition(app *v1beta1.Application, policies int, err error) {
 
 // setIdentityCondition records who the controller acts as for the
 // Application (id.Describe(), then note when not empty), or why it acts as
-// no one: err is a *userError, its reason one of
+// no one: err is terminal, its reason one of
 // common.ReasonInvalidIdentity and common.ReasonServiceAccountNotFound.
 func setIdentityCondition(app *v1beta1.Application, id tenancy.Identity, reason, note string, err error) {
 	switch {
@@ -142,11 +137,11 @@ func setRenderCondition(app *v1beta1.Application, rendered, deferred int, err er
 }
 
 // setWorkflowCondition records the workflow phase from status.workflow, or
-// the error that stopped it (a *userError: InvalidWorkflow).
+// the error that stopped it (terminal: InvalidWorkflow).
 func setWorkflowCondition(app *v1beta1.Application, err error) {
 	st := app.Status.Workflow
 	switch {
-	case err != nil && isUserError(err):
+	case err != nil && errclass.IsTerminal(err):
 		setCondition(app, common.ConditionWorkflow, false, common.ReasonInvalidWorkflow, err.Error())
 	case err != nil:
 		setCondition(app, common.ConditionWorkflow, false, common.ReasonWorkflowError, err.Error())
@@ -279,12 +274,6 @@ func unhealthyMessage(services []common.ApplicationComponentStatus) string {
 		return ""
 	}
 	return "unhealthy: " + strings.Join(parts, "; ")
-}
-
-// isUserError reports whether err is the Application's fault.
-func isUserError(err error) bool {
-	var ue *userError
-	return err != nil && errors.As(err, &ue)
 }
 
 // computePhase derives status.status from the conditions and

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/errclass"
 	"github.com/oamflow/oamflow/pkg/tenancy"
 )
 
@@ -61,24 +62,24 @@ func TestComputePhase(t *testing.T) {
 		{"nothing done yet", appWith(), common.ApplicationStarting},
 		{"deleting wins", appWith(parsedOK, func(a *v1beta1.Application) { a.DeletionTimestamp = &now }), common.ApplicationDeleting},
 		{"an invalid application fails for good", appWith(func(a *v1beta1.Application) {
-			setParsedCondition(a, "", &userError{err: errors.New("spec.components[0].type: unknown")})
+			setParsedCondition(a, "", errclass.Terminal(errors.New("spec.components[0].type: unknown")))
 		}), common.ApplicationWorkflowFailed},
 		{"a transient parse error keeps rendering", appWith(func(a *v1beta1.Application) { setParsedCondition(a, "", errors.New("timeout")) }), common.ApplicationRendering},
 		{"revision not made yet", appWith(parsedOK), common.ApplicationRendering},
 		{"policies not ready", appWith(parsedOK, revOK, func(a *v1beta1.Application) { setPolicyCondition(a, 0, errors.New("api down")) }), common.ApplicationPolicyGenerating},
 		{"an invalid policy fails", appWith(parsedOK, revOK, func(a *v1beta1.Application) {
-			setPolicyCondition(a, 0, &userError{err: errors.New("spec.policies[0].properties.rules: want a list")})
+			setPolicyCondition(a, 0, errclass.Terminal(errors.New("spec.policies[0].properties.rules: want a list")))
 		}), common.ApplicationWorkflowFailed},
 		{"components not rendered yet", appWith(parsedOK, revOK, policyOK), common.ApplicationRendering},
 		{"a component that fails to render fails the run", appWith(parsedOK, revOK, policyOK, func(a *v1beta1.Application) {
-			setRenderCondition(a, 0, 0, &userError{err: errors.New(`spec.components[0]: component "web": output.spec.replicas: conflicting values`)})
+			setRenderCondition(a, 0, 0, errclass.Terminal(errors.New(`spec.components[0]: component "web": output.spec.replicas: conflicting values`)))
 		}), common.ApplicationWorkflowFailed},
 		{"workflow running", appWith(parsedOK, revOK, policyOK, renderOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateExecuting})), common.ApplicationRunningWorkflow},
 		{"workflow suspended", appWith(parsedOK, revOK, policyOK, renderOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateSuspending, Suspend: true})), common.ApplicationWorkflowSuspending},
 		{"workflow terminated", appWith(parsedOK, revOK, policyOK, renderOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateTerminated, Finished: true})), common.ApplicationWorkflowTerminated},
 		{"workflow failed", appWith(parsedOK, revOK, policyOK, renderOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateFailed, Finished: true})), common.ApplicationWorkflowFailed},
 		{"an invalid workflow fails", appWith(parsedOK, revOK, policyOK, renderOK, func(a *v1beta1.Application) {
-			setWorkflowCondition(a, &userError{err: errors.New("spec.workflow.ref: unsupported")})
+			setWorkflowCondition(a, errclass.Terminal(errors.New("spec.workflow.ref: unsupported")))
 		}), common.ApplicationWorkflowFailed},
 		{"succeeded and healthy", appWith(parsedOK, revOK, policyOK, renderOK, wfSuccess, services(common.ApplicationComponentStatus{Name: "web", Healthy: true}), ready(readyInput{checked: true})), common.ApplicationRunning},
 		{"succeeded but unhealthy", appWith(parsedOK, revOK, policyOK, renderOK, wfSuccess, services(common.ApplicationComponentStatus{Name: "web"}), ready(readyInput{checked: true})), common.ApplicationUnhealthy},
@@ -102,10 +103,10 @@ func TestSetReadyCondition(t *testing.T) {
 	}{
 		{"nothing checked", appWith(), readyInput{}, metav1.ConditionFalse, common.ReasonNotReady, "Parsed has not been checked yet"},
 		{"the first failing phase explains", appWith(func(a *v1beta1.Application) {
-			setParsedCondition(a, "", &userError{err: errors.New(`spec.components[0].type: component type "nope" not found`)})
+			setParsedCondition(a, "", errclass.Terminal(errors.New(`spec.components[0].type: component type "nope" not found`)))
 		}), readyInput{}, metav1.ConditionFalse, common.ReasonInvalidApplication, `spec.components[0].type: component type "nope" not found`},
 		{"render failure explains", appWith(parsedOK, revOK, policyOK, func(a *v1beta1.Application) {
-			setRenderCondition(a, 0, 0, &userError{err: errors.New(`spec.components[1]: component "db": output.spec.image: incomplete value string`)})
+			setRenderCondition(a, 0, 0, errclass.Terminal(errors.New(`spec.components[1]: component "db": output.spec.image: incomplete value string`)))
 		}), readyInput{}, metav1.ConditionFalse, common.ReasonRenderFailed, `spec.components[1]: component "db"`},
 		{"workflow still running", appWith(parsedOK, revOK, policyOK, renderOK, wfStatus(common.WorkflowStatus{Status: wfv1alpha1.WorkflowStateExecuting})), readyInput{}, metav1.ConditionFalse, common.ReasonWorkflowRunning, "the workflow is running"},
 		{"healthy", appWith(parsedOK, revOK, policyOK, renderOK, wfSuccess, services(common.ApplicationComponentStatus{Name: "web", Healthy: true})), readyInput{checked: true}, metav1.ConditionTrue, common.ReasonRunning, "1 components healthy"},
@@ -168,7 +169,7 @@ func TestSetWorkflowCondition(t *testing.T) {
 
 func TestPhaseEvent(t *testing.T) {
 	app := appWith(func(a *v1beta1.Application) {
-		setParsedCondition(a, "", &userError{err: errors.New("spec.components[0].type: not found")})
+		setParsedCondition(a, "", errclass.Terminal(errors.New("spec.components[0].type: not found")))
 	})
 	typ, reason, msg := phaseEvent(app, common.ApplicationWorkflowFailed)
 	assert.Equal(t, corev1.EventTypeWarning, typ)
@@ -225,7 +226,7 @@ func TestSetRenderCondition(t *testing.T) {
 	}{
 		{"all rendered", 2, 0, nil, metav1.ConditionTrue, common.ReasonRendered, "2 components rendered"},
 		{"some wait for inputs", 1, 1, nil, metav1.ConditionTrue, common.ReasonRendered, "1 components rendered; 1 wait for workflow inputs or override policies and render in their step"},
-		{"a failure names the component and field", 0, 0, &userError{err: errors.New(`spec.components[0]: component "web": output.spec.replicas: conflicting values 1 and "x"`)},
+		{"a failure names the component and field", 0, 0, errclass.Terminal(errors.New(`spec.components[0]: component "web": output.spec.replicas: conflicting values 1 and "x"`)),
 			metav1.ConditionFalse, common.ReasonRenderFailed, `spec.components[0]: component "web": output.spec.replicas`},
 	}
 	for _, tc := range cases {
