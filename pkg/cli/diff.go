@@ -106,10 +106,13 @@ are not shown. oamflow's bookkeeping labels and annotations
 every revision, are not compared. Secret data is never printed: each key
 shows <changed> or <unchanged> with a short sha256 of its value.
 
-A helm/helmchart component's chart (a chart under --chart-root; remote
-charts are not fetched and are listed as not compared) is rendered with its
-values as ` + "`helm template`" + ` would and its manifest is diffed against the
-manifest of the live release (Helm's release record on the target cluster).
+A helm/helmchart component's chart is rendered with its values as
+` + "`helm template`" + ` would and its manifest is diffed against the manifest of
+the live release (Helm's release record on the target cluster). A chart
+under --chart-root is read there; a remote chart is not fetched: it is
+rendered from the chart the live release's record keeps when that is the
+chart and the exact version asked for (and has no subcharts, which the
+record does not keep), else listed as not compared, saying why.
 
 What the new revision no longer renders is looked up in the Application's
 ResourceTrackers and judged by its garbage-collect policy: deleted, kept

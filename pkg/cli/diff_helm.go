@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,11 +34,36 @@ func (o *diffOptions) helmDiff(ctx context.Context, c client.Client, hub client.
 	od.Namespace, od.Name = spec.Release.Namespace, spec.Release.Name
 	ref := common.ClusterObjectReference{Cluster: cluster, APIVersion: it.obj.GetAPIVersion(), Kind: it.obj.GetKind(),
 		Namespace: spec.Release.Namespace, Name: spec.Release.Name}
-	if helmspec.IsRemote(spec.Chart) {
-		od.Action, od.Message = actionNotCompared, fmt.Sprintf("chart %q is remote: diff renders only charts under --chart-root", spec.Chart.Source)
-		return ref, nil
+	list := &corev1.SecretList{}
+	if err := c.List(ctx, list, client.InNamespace(spec.Release.Namespace),
+		client.MatchingLabels(helmspec.RecordLabels(spec.Release.Name))); err != nil {
+		return ref, fmt.Errorf("listing the records of Helm release %s/%s: %w", spec.Release.Namespace, spec.Release.Name, err)
 	}
-	objs, err := helmspec.Template(ctx, helmspec.BundledCharts{Root: o.chartRoot}, hub, helmspec.Request{Namespace: appNamespace, Spec: spec})
+	var hr *helmspec.ReleaseRecord
+	if rec := helmspec.LatestRecord(list.Items); rec != nil {
+		if owner := helmspec.OwnerOf(rec.Labels); !owner.IsZero() && owner.String() != appNamespace+"/"+app {
+			od.Action, od.Owner = actionConflict, owner.String()
+			od.Message = fmt.Sprintf("Helm release %s/%s belongs to Application %s", spec.Release.Namespace, spec.Release.Name, owner)
+			return ref, nil
+		}
+		if hr, err = helmspec.DecodeRecord(rec); err != nil {
+			return ref, err
+		}
+	}
+	var charts helmspec.ChartFetcher = helmspec.BundledCharts{Root: o.chartRoot}
+	remote := ""
+	if helmspec.IsRemote(spec.Chart) {
+		ch, why := recordChart(spec.Chart, hr)
+		if ch == nil {
+			od.Action, od.Message = actionNotCompared, fmt.Sprintf("chart %q is remote and diff fetches no chart: %s", spec.Chart.Source, why)
+			return ref, nil
+		}
+		charts = helmspec.ChartFetcherFn(func(context.Context, string, helmspec.ChartSpec) (*helmspec.Chart, error) {
+			return &helmspec.Chart{Chart: ch, Digest: "release-record", Ref: spec.Chart.Source}, nil
+		})
+		remote = fmt.Sprintf(" (chart %s-%s, as the live release's record keeps it)", ch.Metadata.Name, ch.Metadata.Version)
+	}
+	objs, err := helmspec.Template(ctx, charts, hub, helmspec.Request{Namespace: appNamespace, Spec: spec})
 	if err != nil {
 		var ce *helmspec.ChartError
 		var re *helmspec.RenderError
@@ -46,25 +72,10 @@ func (o *diffOptions) helmDiff(ctx context.Context, c client.Client, hub client.
 		}
 		return ref, fmt.Errorf("component %s: %w", it.component, err)
 	}
-	list := &corev1.SecretList{}
-	if err := c.List(ctx, list, client.InNamespace(spec.Release.Namespace),
-		client.MatchingLabels(helmspec.RecordLabels(spec.Release.Name))); err != nil {
-		return ref, fmt.Errorf("listing the records of Helm release %s/%s: %w", spec.Release.Namespace, spec.Release.Name, err)
-	}
-	rec := helmspec.LatestRecord(list.Items)
-	if rec == nil {
+	if hr == nil {
 		od.Action = actionCreate
 		od.Diff = prefixLines(manifestText(objs), "+ ")
 		return ref, nil
-	}
-	if owner := helmspec.OwnerOf(rec.Labels); !owner.IsZero() && owner.String() != appNamespace+"/"+app {
-		od.Action, od.Owner = actionConflict, owner.String()
-		od.Message = fmt.Sprintf("Helm release %s/%s belongs to Application %s", spec.Release.Namespace, spec.Release.Name, owner)
-		return ref, nil
-	}
-	hr, err := helmspec.DecodeRecord(rec)
-	if err != nil {
-		return ref, err
 	}
 	live, err := helmspec.ParseManifest(hr.Manifest)
 	if err != nil {
@@ -73,11 +84,41 @@ func (o *diffOptions) helmDiff(ctx context.Context, c client.Client, hub client.
 	liveText, desiredText := manifestPair(live, objs)
 	if d := unifiedText(liveText, desiredText, fmt.Sprintf("release revision %d", hr.Version), "after upgrade"); d != "" {
 		od.Action, od.Diff = actionUpdate, d
-		od.Message = fmt.Sprintf("Helm release %s/%s: manifest of revision %d against the chart rendered with the new values", spec.Release.Namespace, spec.Release.Name, hr.Version)
+		od.Message = fmt.Sprintf("Helm release %s/%s: manifest of revision %d against the chart rendered with the new values%s", spec.Release.Namespace, spec.Release.Name, hr.Version, remote)
 		return ref, nil
 	}
 	od.Action = actionUnchanged
 	return ref, nil
+}
+
+// recordChart is the chart of the live release hr when it is the one the
+// remote chart spec names — the same chart name and exactly its version —
+// and whole (Helm's record keeps no subcharts); else nil and why not. The
+// controller fetches the same chart then: diff renders it from the record
+// instead of from the repository.
+func recordChart(spec helmspec.ChartSpec, hr *helmspec.ReleaseRecord) (*chart.Chart, string) {
+	if hr == nil {
+		return nil, "no live release to take it from"
+	}
+	if hr.Chart == nil || hr.Chart.Metadata == nil {
+		return nil, "the live release's record holds no chart"
+	}
+	md := hr.Chart.Metadata
+	name := spec.Source
+	if strings.HasPrefix(name, "oci://") {
+		name = name[strings.LastIndex(name, "/")+1:]
+	}
+	switch {
+	case spec.RepoURL == "" && !strings.HasPrefix(spec.Source, "oci://"):
+		return nil, "a chart URL names no chart version to check the live release's against"
+	case name != md.Name:
+		return nil, fmt.Sprintf("the live release runs chart %s-%s, not %s", md.Name, md.Version, name)
+	case strings.TrimPrefix(spec.Version, "v") != strings.TrimPrefix(md.Version, "v"):
+		return nil, fmt.Sprintf("version %q is resolved when the controller installs; only an exact version equal to the live release's (%s-%s) is compared", spec.Version, md.Name, md.Version)
+	case len(md.Dependencies) > 0:
+		return nil, fmt.Sprintf("chart %s-%s has subcharts, which Helm's release record does not keep", md.Name, md.Version)
+	}
+	return hr.Chart, ""
 }
 
 // manifestKey identifies an object of a chart's manifest.

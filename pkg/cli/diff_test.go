@@ -348,9 +348,24 @@ func TestDiffAgainstAPIServers(t *testing.T) {
 		assert.Contains(t, out, "--- release revision 1")
 		assert.Contains(t, out, "-  message: hi\n      +  message: bye\n")
 
-		out, code = e.diff(t, strings.Replace(helmApp("hi"), "source: simple", "source: simple, repoURL: 'https://charts.example.com'", 1), helmArgs...)
+		// A remote chart: rendered from the chart the live release's
+		// record keeps, when it is exactly the version asked for.
+		remote := func(msg, version string) string {
+			return strings.Replace(helmApp(msg), "source: simple", "source: simple, repoURL: 'https://charts.example.com', version: '"+version+"'", 1)
+		}
+		out, code = e.diff(t, remote("hi", "0.1.0"))
+		assert.Equal(t, ExitDiffNone, code, out)
+		assert.Contains(t, out, "= 1 object unchanged")
+		out, code = e.diff(t, remote("bye", "0.1.0"))
+		assert.Equal(t, ExitDiffChanges, code, out)
+		assert.Contains(t, out, "~ update HelmRelease default/web (component web, step web)")
+		assert.Contains(t, out, "(chart simple-0.1.0, as the live release's record keeps it)")
+		assert.Contains(t, out, "-  message: hi\n      +  message: bye\n")
+
+		out, code = e.diff(t, remote("bye", ">=0.1.0"))
 		assert.Equal(t, ExitDiffNone, code, out)
 		assert.Contains(t, out, "? not compared HelmRelease default/web (component web, step web)")
+		assert.Contains(t, out, `version ">=0.1.0" is resolved when the controller installs`)
 	})
 
 	t.Run("up --diff shows the plan and applies only when confirmed", func(t *testing.T) {
@@ -433,7 +448,11 @@ func (e *diffEnv) helmRecord(t *testing.T, msg string) {
 	spec, err := helmspec.ParseSpecMap(map[string]any{"chart": map[string]any{"source": "simple"}, "values": map[string]any{"message": msg}},
 		helmspec.Defaults{Name: "web", Namespace: "default"})
 	require.NoError(t, err)
-	objs, err := helmspec.Template(ctx, helmspec.BundledCharts{Root: "../../charts/testdata"}, nil, helmspec.Request{Namespace: "default", Spec: spec})
+	charts := helmspec.BundledCharts{Root: "../../charts/testdata"}
+	objs, err := helmspec.Template(ctx, charts, nil, helmspec.Request{Namespace: "default", Spec: spec})
+	require.NoError(t, err)
+	// Helm keeps the chart in the record too.
+	ch, err := charts.Fetch(ctx, "default", spec.Chart)
 	require.NoError(t, err)
 	var manifest strings.Builder
 	for _, o := range objs {
@@ -441,7 +460,7 @@ func (e *diffEnv) helmRecord(t *testing.T, msg string) {
 		require.NoError(t, err)
 		manifest.WriteString("---\n" + string(y))
 	}
-	rel, err := json.Marshal(map[string]any{"name": "web", "namespace": "default", "version": 1, "manifest": manifest.String()})
+	rel, err := json.Marshal(map[string]any{"name": "web", "namespace": "default", "version": 1, "manifest": manifest.String(), "chart": ch.Chart})
 	require.NoError(t, err)
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)

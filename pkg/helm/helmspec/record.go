@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 
+	"helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -42,6 +43,10 @@ type ReleaseRecord struct {
 	Namespace string `json:"namespace"`
 	Version   int    `json:"version"`
 	Manifest  string `json:"manifest"`
+	// Chart is the chart the release was rendered from, as Helm keeps it:
+	// metadata, templates, default values, schema and files, but not its
+	// subcharts.
+	Chart *chart.Chart `json:"chart,omitempty"`
 }
 
 // RecordLabels selects the release records of release name (list Secrets
