@@ -95,7 +95,10 @@ spec:
 // member (exit 1) and after up, nothing (exit 0); a removed component is
 // deleted by GC on each member, or kept with keepLegacyResource; a
 // Deployment another Application owns is a conflict naming it; drift is an
-// update, a field another manager owns is not shown; an unreachable member
+// update, a field another manager owns is not shown; a Helm component's
+// changed values are a manifest diff of its release, unchanged ones
+// nothing (its remote chart taken from the release's record); an
+// unreachable member
 // is unknown (exit 2 unless --ignore-unreachable). Every API server keeps
 // an audit log; at the end the requests diff sent (its User-Agent) are
 // counted per cluster: some reads and dry-runs, 0 writes.
@@ -233,6 +236,50 @@ func TestDiffAcceptance(t *testing.T) {
 		assert.Contains(t, out, "-        image: registry.invalid/web:by-hand\n      +        image: registry.invalid/web:1")
 		assert.Contains(t, out, "cluster member-2:\n  = 2 objects unchanged")
 		assert.NotContains(t, out, "replicas")
+	})
+
+	t.Run("HelmValuesChangedOrNot", func(t *testing.T) {
+		// A chart from a Helm repository, installed by the controller on
+		// the hub: diff renders it from the chart the release's record
+		// keeps (the CLI fetches no chart).
+		repo := hmNewChartRepo(t, "simple")
+		chartApp := func(msg string) string {
+			return fmt.Sprintf(`apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata: {name: chart, namespace: default}
+spec:
+  components:
+    - name: chart
+      type: helm
+      properties:
+        chart: {source: simple, repoURL: %q, version: "0.1.0"}
+        values: {message: %s}
+`, repo.URL, msg)
+		}
+		f := filepath.Join(dir, "chart.yaml")
+		require.NoError(t, os.WriteFile(f, []byte(chartApp("hi")), 0o644))
+		_, err := framework.Oamflow(t, hub.Kubeconfig, "up", "-f", f, "--wait", "--timeout", "3m")
+		require.NoError(t, err)
+		helmDiff := func(msg string) (string, int) {
+			require.NoError(t, os.WriteFile(f, []byte(chartApp(msg)), 0o644))
+			out, err := framework.Oamflow(t, hub.Kubeconfig, "diff", "-f", f)
+			var ee *cli.ExitError
+			switch {
+			case err == nil:
+				return out, cli.ExitOK
+			case errors.As(err, &ee):
+				return out, ee.Code
+			}
+			t.Fatalf("diff: %v", err)
+			return "", 0
+		}
+		out, code := helmDiff("hi")
+		assert.Equal(t, cli.ExitDiffNone, code, out)
+		assert.Contains(t, out, "cluster local:\n  = 1 object unchanged")
+		out, code = helmDiff("bye")
+		assert.Equal(t, cli.ExitDiffChanges, code, out)
+		assert.Contains(t, out, "~ update HelmRelease default/chart (component chart, step chart)")
+		assert.Contains(t, out, "-  message: hi\n      +  message: bye\n")
 	})
 
 	t.Run("UnreachableMember", func(t *testing.T) {
