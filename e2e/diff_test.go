@@ -283,7 +283,8 @@ spec:
 	})
 
 	t.Run("UnreachableMember", func(t *testing.T) {
-		mcStopComponent(t, env, "member-2", localcluster.CompKubeAPIServer)
+		_, err := env.Stop(context.Background(), "member-2", localcluster.CompKubeAPIServer)
+		require.NoError(t, err)
 		out, code := diff(t, base)
 		assert.Equal(t, cli.ExitDiffError, code, out)
 		assert.Contains(t, out, "cluster member-2:\n  ? unknown: ")

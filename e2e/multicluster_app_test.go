@@ -6,12 +6,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -234,7 +231,9 @@ func TestMultiClusterApplication(t *testing.T) {
 			a.Spec = fresh.Spec
 			a.Spec.Components[0].Properties.Raw = []byte(`{"image":"registry.invalid/web:2","env":[{"name":"REGION","value":"unknown"}]}`)
 		})
-		apiserver := mcStopComponent(t, env, "member-2", localcluster.CompKubeAPIServer)
+		apiserver, err := env.Stop(context.Background(), "member-2", localcluster.CompKubeAPIServer)
+		require.NoError(t, err)
+		t.Logf("stopped %s", apiserver.Name())
 
 		framework.WaitFor(t, 3*time.Minute, "east updated and west reported failing", func(ctx context.Context) (bool, error) {
 			a := &v1beta1.Application{}
@@ -267,7 +266,7 @@ func TestMultiClusterApplication(t *testing.T) {
 		}
 		mcAssertNotRecreated(t, eastObjects, mcObjectIDs(t, east))
 
-		apiserver.restart(t, west)
+		require.NoError(t, apiserver.Restart(west, t.Logf))
 		mcWaitRunningGeneration(t, hubClient, key, 4*time.Minute)
 		mcCheckMember(t, east, mcExpected{region: "east", replicas: 2}, "v1.34.2")
 		mcCheckMember(t, west, mcExpected{region: "west", replicas: 3}, "v1.34.2")
@@ -580,118 +579,4 @@ func mcAssertNotRecreated(t *testing.T, before, now map[string]mcObjectID) {
 	for k, b := range before {
 		assert.Equal(t, b.UID, now[k].UID, "%s kept its UID (never deleted)", k)
 	}
-}
-
-// mcProcess is a snapshot of one local-cluster process: what it takes to
-// start it again as it was.
-type mcProcess struct {
-	pid     int
-	argv    []string
-	env     []string
-	dir     string
-	pidFile string
-	logFile string
-	name    string
-}
-
-// mcOutage is a component of a cluster stopped by the test, with the
-// other components of that cluster as they were (kube-controller-manager
-// and kube-scheduler exit when they lose their API server, as they would
-// on a real control plane until their supervisor restarts them).
-type mcOutage struct {
-	stopped  *mcProcess
-	siblings []*mcProcess
-}
-
-// mcStopComponent kills component comp of cluster (SIGKILL, as a crash or
-// a lost machine would; kube-apiserver's graceful shutdown can take
-// longer than the test wants) and returns how to bring the cluster back.
-func mcStopComponent(t *testing.T, env *framework.Env, cluster, comp string) *mcOutage {
-	t.Helper()
-	list, err := env.Manager.Status(context.Background())
-	require.NoError(t, err)
-	out := &mcOutage{}
-	for _, c := range list {
-		if c.Name != cluster {
-			continue
-		}
-		for _, cs := range c.Components {
-			require.True(t, cs.Running, "%s of %s is running", cs.Name, cluster)
-			p := mcSnapshot(t, cluster, cs)
-			if cs.Name == comp {
-				out.stopped = p
-			} else {
-				out.siblings = append(out.siblings, p)
-			}
-		}
-	}
-	require.NotNil(t, out.stopped, "%s of %s", comp, cluster)
-	require.NoError(t, syscall.Kill(out.stopped.pid, syscall.SIGKILL))
-	require.Eventually(t, func() bool { return !localcluster.ProcessAlive(out.stopped.pid) }, 30*time.Second, 50*time.Millisecond, "%s stops", out.stopped.name)
-	t.Logf("stopped %s (pid %d)", out.stopped.name, out.stopped.pid)
-	return out
-}
-
-// mcSnapshot reads the command line, environment and working directory of
-// a running component.
-func mcSnapshot(t *testing.T, cluster string, cs localcluster.ComponentStatus) *mcProcess {
-	t.Helper()
-	proc := filepath.Join("/proc", strconv.Itoa(cs.PID))
-	cmdline, err := os.ReadFile(filepath.Join(proc, "cmdline"))
-	require.NoError(t, err)
-	environ, err := os.ReadFile(filepath.Join(proc, "environ"))
-	require.NoError(t, err)
-	dir, err := os.Readlink(filepath.Join(proc, "cwd"))
-	require.NoError(t, err)
-	return &mcProcess{
-		pid:     cs.PID,
-		argv:    mcSplitNul(cmdline),
-		env:     mcSplitNul(environ),
-		dir:     dir,
-		pidFile: filepath.Join(filepath.Dir(filepath.Dir(cs.Log)), "pids", cs.Name+".pid"),
-		logFile: cs.Log,
-		name:    cluster + "/" + cs.Name,
-	}
-}
-
-// restart starts the stopped component again, waits until the cluster
-// answers, then starts again every other component that exited meanwhile.
-func (o *mcOutage) restart(t *testing.T, c *framework.Cluster) {
-	t.Helper()
-	o.stopped.start(t)
-	framework.WaitFor(t, 60*time.Second, c.Name+" answers again", func(ctx context.Context) (bool, error) {
-		_, err := c.Kube.Discovery().ServerVersion()
-		return err == nil, err
-	})
-	// A component that lost its lease while the API server was gone may
-	// still be on its way out: watch them for a while.
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, p := range o.siblings {
-			if !localcluster.ProcessAlive(p.pid) {
-				p.start(t)
-			}
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-}
-
-// start starts the process with its old command line, environment and
-// log, and records its pid where the local-cluster manager looks for it.
-func (p *mcProcess) start(t *testing.T) {
-	t.Helper()
-	log, err := os.OpenFile(p.logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	require.NoError(t, err)
-	defer log.Close()
-	cmd := &exec.Cmd{Path: p.argv[0], Args: p.argv, Env: p.env, Dir: p.dir, Stdout: log, Stderr: log,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
-	require.NoError(t, cmd.Start(), p.name)
-	go func() { _ = cmd.Wait() }() // reaped when `down` stops it
-	require.NoError(t, os.WriteFile(p.pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644))
-	p.pid = cmd.Process.Pid
-	t.Logf("started %s again (pid %d)", p.name, p.pid)
-}
-
-func mcSplitNul(b []byte) []string {
-	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 }

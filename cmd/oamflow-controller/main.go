@@ -135,6 +135,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	}
+	if o.WrapTransport, err = faultTransport(); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		os.Exit(1)
+	}
 	if err := manager.Run(ctrl.SetupSignalHandler(), cfg, *o); err != nil {
 		ctrl.Log.Error(err, "controller stopped")
 		os.Exit(2)

@@ -1,15 +1,29 @@
-//go:build faults
+//go:build faults || e2e
 
-// Package faults is oamflow's fault suite (issue 20), first part: the
-// controller is killed with SIGKILL at random moments while Applications
-// are created, changed and deleted, and afterwards nothing may be lost,
-// left behind or wrongly deleted. The moments come from a seeded RNG; the
-// seed is printed and FAULTS_SEED replays a run.
+// Package faults is oamflow's fault suite (issue 20). On a hub and two
+// member clusters, Applications of every kind (hub, multi-cluster with a
+// topology narrowed and widened, garbage-collect rules, shared-resource,
+// a Helm chart, apply-once) are created, changed and deleted while faults
+// are injected at random moments: the controller killed with SIGKILL,
+// the hub's kube-apiserver and etcd killed and started again, a member's
+// kube-apiserver stopped for a while, and API errors (500, 429, 409 on
+// writes; delayed watches) injected at the controller's client transport
+// (e2e/faults/inject, linked into a controller built with -tags faults).
+// Invariants are checked while it runs (no object recreated while its
+// Application lived) and after the faults stop and the controller
+// converged (every object as the Application's current spec says, on the
+// clusters its placement says, trackers matching the live objects, Helm
+// histories clean, bystanders untouched, nothing left of deleted
+// Applications but what a rule keeps).
 //
-//	make faults                       # or: go test -tags faults ./e2e/faults/ -v
-//	FAULTS_SEED=42 make faults
-//
-// It is not part of `make test` (minutes of wall time on a local cluster).
+// The moments come from a seeded RNG; the seed is printed and FAULTS_SEED
+// replays a run (the controller's concurrency makes a replay similar, not
+// identical). Two profiles: the short one (10 Applications, 5 kills, one
+// hub kube-apiserver restart, a 30 s member outage) runs with the e2e
+// tests (`make e2e`, part of `make test`); the long one (`make faults`,
+// build tag faults) has 40 Applications, 20 kills, both hub restarts and
+// two member outages of 30-120 s. FAULTS_APPS overrides the number of
+// Applications.
 package faults
 
 import (
@@ -19,153 +33,289 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/e2e/faults/inject"
 	"github.com/oamflow/oamflow/e2e/framework"
+	"github.com/oamflow/oamflow/pkg/localcluster"
 	"github.com/oamflow/oamflow/pkg/manager"
 )
 
-const (
-	namespace = "default"
-	apps      = 10
-	kills     = 12
-)
-
-// desired is what the driver last asked of one Application.
-type desired struct {
-	exists  bool
-	image   string
-	side    bool // a second component, <app>-side
-	created int  // how many times the Application was created
+// profile sizes a run.
+type profile struct {
+	apps, kills, apiserverRestarts, etcdRestarts, memberOutages int
+	outageMin, outageMax                                        time.Duration
+	// gapMin and gapMax bound the time between two faults.
+	gapMin, gapMax time.Duration
+	// writeFaults is the fraction of the controller's writes failed;
+	// watchDelays the fraction of its watches delayed (by up to 5 s).
+	writeFaults, watchDelays float64
+	converge                 time.Duration
 }
 
-// TestKillController: SIGKILL the controller 12 times while 10
-// Applications churn (image and replica changes, a component added and
-// removed, deletes and re-creates), then check the invariants once the
-// controller has converged.
-func TestKillController(t *testing.T) {
+// fault kinds in the schedule.
+const (
+	faultKill      = "kill"
+	faultAPIServer = "hub-apiserver"
+	faultEtcd      = "hub-etcd"
+	faultMember    = "member-outage"
+)
+
+func TestFaults(t *testing.T) {
+	p := runProfile()
+	if s := os.Getenv("FAULTS_APPS"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err, "FAULTS_APPS")
+		p.apps = n
+	}
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("FAULTS_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		require.NoError(t, err, "FAULTS_SEED")
 		seed = v
 	}
-	t.Logf("FAULTS_SEED=%d", seed)
+	t.Logf("FAULTS_SEED=%d (%d apps, %d kills, %d hub kube-apiserver and %d etcd restarts, %d member outages)",
+		seed, p.apps, p.kills, p.apiserverRestarts, p.etcdRestarts, p.memberOutages)
 	rng := rand.New(rand.NewPCG(seed, 0))
+	began := time.Now()
+	ctrl.SetLogger(logr.Discard()) // the clients' logs; the controller's go to its file
 
-	env := framework.Start(t, 1)
-	hub := env.Clusters[0]
+	env := framework.Start(t, 3)
+	hub := env.Cluster(t, v1beta1.ClusterLocal)
 	_, err := framework.Oamflow(t, hub.Kubeconfig, "install")
 	require.NoError(t, err)
+	for _, m := range []string{member1, member2} {
+		_, err := framework.Oamflow(t, hub.Kubeconfig, "cluster", "join", env.Cluster(t, m).Kubeconfig, "--name", m)
+		require.NoError(t, err)
+	}
 	scheme, err := manager.Scheme()
 	require.NoError(t, err)
-	c, err := client.New(hub.Config, client.Options{Scheme: scheme})
-	require.NoError(t, err)
+	cs := clusters{}
+	for _, c := range env.Clusters {
+		cl, err := client.New(c.Config, client.Options{Scheme: scheme})
+		require.NoError(t, err)
+		cs[c.Name] = cl
+	}
+	hubClient := cs[v1beta1.ClusterLocal]
 	ctx := context.Background()
 
-	bystanders := createBystanders(t, ctx, c)
-	ctl := newController(t, hub.Kubeconfig)
+	bystanders, err := createBystanders(ctx, cs, p.apps)
+	require.NoError(t, err)
+	stopFile := filepath.Join(t.TempDir(), "faults-off")
+	ctl := newController(t, hub.Kubeconfig, fmt.Sprintf("seed=%d,write=%g,watch=%g,watch-delay=5s,stop=%s", seed, p.writeFaults, p.watchDelays, stopFile))
 	ctl.start(t)
 
-	want := make([]desired, apps)
+	want := make([]desired, p.apps)
 	for i := range want {
-		want[i] = desired{exists: true, image: "nginx:1"}
-		require.NoError(t, c.Create(ctx, application(i, want[i])))
-		want[i].created = 1
+		want[i] = fresh(1)
+		require.NoError(t, withRetry(func() error { return client.IgnoreAlreadyExists(hubClient.Create(ctx, application(i, want[i]))) }))
 	}
+	var v violations
+	uids := &uidWatch{}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		_ = wait.PollUntilContextCancel(watchCtx, 3*time.Second, false, func(ctx context.Context) (bool, error) {
+			for i := range p.apps {
+				uids.check(ctx, cs, i, &v)
+			}
+			return false, nil
+		})
+	}()
 
-	// Churn and kill: one change every 0.5-2 s; the controller is killed
-	// after 2-10 s of life each time and started again at once.
-	nextKill := time.Now().Add(randDuration(rng, 2*time.Second, 10*time.Second))
-	for k := 0; k < kills; {
-		time.Sleep(randDuration(rng, 500*time.Millisecond, 2*time.Second))
-		i := rng.IntN(apps)
-		change(t, ctx, c, rng, i, &want[i])
-		if time.Now().After(nextKill) {
+	// The fault schedule, shuffled; one fault every gapMin-gapMax, the churn
+	// (one change every 0.3-1.5 s) going on in between. A member outage
+	// runs alongside the churn; hub restarts stop the churn while the hub
+	// is away.
+	var schedule []string
+	for range p.kills {
+		schedule = append(schedule, faultKill)
+	}
+	for range p.apiserverRestarts {
+		schedule = append(schedule, faultAPIServer)
+	}
+	for range p.etcdRestarts {
+		schedule = append(schedule, faultEtcd)
+	}
+	for range p.memberOutages {
+		schedule = append(schedule, faultMember)
+	}
+	rng.Shuffle(len(schedule), func(a, b int) { schedule[a], schedule[b] = schedule[b], schedule[a] })
+	report := map[string]int{}
+	var outages []string
+	outageDone := make(chan error, 1)
+	outageRunning := false
+	changes := 0
+	nextFault := time.Now().Add(randDuration(rng, p.gapMin, p.gapMax))
+	for len(schedule) > 0 || outageRunning {
+		time.Sleep(randDuration(rng, 300*time.Millisecond, 1500*time.Millisecond))
+		select {
+		case err := <-outageDone:
+			require.NoError(t, err, "member outage")
+			outageRunning = false
+		default:
+		}
+		if ctl.exited() {
+			report["unexpected controller exits"]++
+			t.Logf("the controller exited by itself; starting it again")
+			ctl.start(t)
+		}
+		i := rng.IntN(p.apps)
+		change(t, ctx, cs, rng, i, want)
+		changes++
+		if len(schedule) == 0 || time.Now().Before(nextFault) {
+			continue
+		}
+		f := schedule[0]
+		if f == faultMember && outageRunning {
+			continue // one member outage at a time
+		}
+		schedule = schedule[1:]
+		nextFault = time.Now().Add(randDuration(rng, p.gapMin, p.gapMax))
+		report[f]++
+		switch f {
+		case faultKill:
 			ctl.kill(t)
 			ctl.start(t)
-			k++
-			nextKill = time.Now().Add(randDuration(rng, 2*time.Second, 10*time.Second))
+		case faultAPIServer, faultEtcd:
+			comp := localcluster.CompKubeAPIServer
+			if f == faultEtcd {
+				comp = localcluster.CompEtcd
+			}
+			down := randDuration(rng, 2*time.Second, 8*time.Second)
+			o, err := env.Stop(ctx, v1beta1.ClusterLocal, comp)
+			require.NoError(t, err)
+			t.Logf("fault: %s stopped for %s", o.Name(), down.Round(time.Millisecond))
+			time.Sleep(down)
+			require.NoError(t, o.Restart(hub, t.Logf))
+		case faultMember:
+			m := []string{member1, member2}[rng.IntN(2)]
+			down := randDuration(rng, p.outageMin, p.outageMax)
+			o, err := env.Stop(ctx, m, localcluster.CompKubeAPIServer)
+			require.NoError(t, err)
+			t.Logf("fault: %s stopped for %s", o.Name(), down.Round(time.Second))
+			outages = append(outages, fmt.Sprintf("%s %s", m, down.Round(time.Second)))
+			outageRunning = true
+			go func() {
+				time.Sleep(down)
+				outageDone <- o.Restart(env.Cluster(t, m), t.Logf)
+			}()
 		}
 	}
-	t.Logf("faults done (%d kills); waiting for convergence", kills)
+	lastFault := time.Now()
+	require.NoError(t, os.WriteFile(stopFile, nil, 0o644), "turning the injected API errors off")
+	if ctl.exited() {
+		report["unexpected controller exits"]++
+		ctl.start(t)
+	}
+	t.Logf("faults done after %s (%d changes); waiting for convergence", lastFault.Sub(began).Round(time.Second), changes)
 
-	// Converged: every existing Application running at its generation with
-	// its objects as asked; every deleted one gone with its objects.
-	framework.WaitFor(t, 4*time.Minute, "every Application converges after the faults", func(ctx context.Context) (bool, error) {
+	var last error
+	convergeErr := wait.PollUntilContextTimeout(ctx, time.Second, p.converge, true, func(ctx context.Context) (bool, error) {
 		for i := range want {
-			if ok, err := converged(ctx, c, i, want[i]); !ok {
-				return false, err
+			if last = converged(ctx, cs, i, want); last != nil {
+				return false, nil
 			}
 		}
 		return true, nil
 	})
-
-	// Nothing oamflow did not create was touched.
-	for _, b := range bystanders {
-		cm := &corev1.ConfigMap{}
-		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(b), cm), "bystander %s still exists", b.Name)
-		assert.Equal(t, b.UID, cm.UID, "bystander %s not recreated", b.Name)
-		assert.Equal(t, b.ResourceVersion, cm.ResourceVersion, "bystander %s not modified", b.Name)
-	}
-	// Every live Deployment is tracked by its Application.
-	for i := range want {
-		if !want[i].exists {
-			continue
+	convergedAfter := time.Since(lastFault)
+	stopWatch()
+	<-watchDone
+	if convergeErr != nil {
+		v.add("not converged %s after the last fault: %v", p.converge, last)
+		// Say what every Application lacks, not only the first.
+		for i := range want {
+			if err := converged(ctx, cs, i, want); err != nil {
+				v.add("app-%d (%s): %v", i, kindOf(i), err)
+			}
 		}
-		assert.NoError(t, tracked(ctx, c, i, want[i]), "app-%d", i)
 	}
-	assert.Equal(t, kills, ctl.kills, "every kill happened")
+	v.checked(len(want))
+	for i := range p.apps {
+		uids.check(ctx, cs, i, &v)
+	}
+	checkBystanders(ctx, cs, bystanders, &v)
+
+	injected := ctl.injected(t)
+	found, checks := v.snapshot()
+	t.Logf("REPORT seed=%d apps=%d changes=%d duration=%s converged-after=%s faults=%v member-outages=%v injected-api-faults=%d invariant-checks=%d violations=%d",
+		seed, p.apps, changes, time.Since(began).Round(time.Second), convergedAfter.Round(time.Second), report, outages, injected, checks, len(found))
+	for _, f := range found {
+		t.Errorf("violation: %s", f)
+	}
+	assert.Equal(t, p.kills, ctl.kills, "every kill happened")
 }
 
-// change makes one random change to Application i and records it in w.
-func change(t *testing.T, ctx context.Context, c client.Client, rng *rand.Rand, i int, w *desired) {
+// change makes one random change to Application i and records it in
+// want[i] (want holds all Applications: a shared ConfigMap depends on
+// the pair).
+func change(t *testing.T, ctx context.Context, cs clusters, rng *rand.Rand, i int, want []desired) {
 	t.Helper()
+	hub := cs[v1beta1.ClusterLocal]
+	w := &want[i]
 	key := client.ObjectKey{Namespace: namespace, Name: appName(i)}
 	if !w.exists {
-		next := desired{exists: true, image: "nginx:1", created: w.created + 1}
-		err := c.Create(ctx, application(i, next))
+		next := fresh(w.created + 1)
+		err := withRetry(func() error { return hub.Create(ctx, application(i, next)) })
 		if apierrors.IsAlreadyExists(err) {
 			return // still being deleted: create it another time
 		}
 		require.NoError(t, err)
 		*w = next
-		t.Logf("create app-%d", i)
+		t.Logf("create app-%d (%s)", i, kindOf(i))
 		return
 	}
-	switch n := rng.IntN(10); {
-	case n == 0:
+	if rng.IntN(12) == 0 {
 		app := &v1beta1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: appName(i)}}
-		require.NoError(t, client.IgnoreNotFound(c.Delete(ctx, app)))
+		require.NoError(t, withRetry(func() error { return client.IgnoreNotFound(hub.Delete(ctx, app)) }))
 		w.exists = false
-		t.Logf("delete app-%d", i)
+		t.Logf("delete app-%d (%s)", i, kindOf(i))
 		return
-	case n < 4:
-		w.side = !w.side
-	default:
-		w.image = fmt.Sprintf("nginx:%d", rng.IntN(50)+2)
 	}
-	err := retryConflict(func() error {
+	next := *w
+	what, byHand := mutate(rng, kindOf(i), &next)
+	if byHand {
+		// The Deployment may not exist yet: then nothing was scaled.
+		d := types.NamespacedName{Namespace: namespace, Name: appName(i) + "-web"}
+		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, next.byHand))
+		dep := &metav1.PartialObjectMetadata{}
+		dep.SetGroupVersionKind(appsGVK)
+		dep.Namespace, dep.Name = d.Namespace, d.Name
+		err := withRetry(func() error { return hub.Patch(ctx, dep, patch) })
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		require.NoError(t, err)
+		*w = next
+		t.Logf("app-%d (%s): %s", i, kindOf(i), what)
+		return
+	}
+	err := withRetry(func() error {
 		app := &v1beta1.Application{}
-		if err := c.Get(ctx, key, app); err != nil {
+		if err := hub.Get(ctx, key, app); err != nil {
 			return err
 		}
-		app.Spec = application(i, *w).Spec
-		return c.Update(ctx, app)
+		app.Spec = application(i, next).Spec
+		return hub.Update(ctx, app)
 	})
 	if apierrors.IsNotFound(err) {
 		// Deleted a moment ago and still finalizing: ask again later.
@@ -173,148 +323,56 @@ func change(t *testing.T, ctx context.Context, c client.Client, rng *rand.Rand, 
 		return
 	}
 	require.NoError(t, err)
-	t.Logf("update app-%d: image %s, side %v", i, w.image, w.side)
+	*w = next
+	t.Logf("app-%d (%s): %s", i, kindOf(i), what)
 }
 
-// converged reports whether Application i and its Deployments are as w says.
-func converged(ctx context.Context, c client.Client, i int, w desired) (bool, error) {
-	app := &v1beta1.Application{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: appName(i)}, app)
-	deps := &appsv1.DeploymentList{}
-	if lerr := c.List(ctx, deps, client.InNamespace(namespace), client.MatchingLabels{v1beta1.LabelAppName: appName(i)}); lerr != nil {
-		return false, lerr
-	}
-	if !w.exists {
-		if err == nil {
-			return false, fmt.Errorf("app-%d still exists (deleting since %v)", i, app.DeletionTimestamp)
-		}
-		if !apierrors.IsNotFound(err) {
-			return false, err
-		}
-		if len(deps.Items) > 0 {
-			return false, fmt.Errorf("app-%d deleted but %d of its Deployments remain", i, len(deps.Items))
-		}
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("app-%d: %w", i, err)
-	}
-	if app.Status.Phase != common.ApplicationRunning || app.Status.ObservedGeneration != app.Generation {
-		return false, fmt.Errorf("app-%d: phase %q at generation %d of %d", i, app.Status.Phase, app.Status.ObservedGeneration, app.Generation)
-	}
-	names := map[string]string{}
-	for _, d := range deps.Items {
-		names[d.Name] = d.Spec.Template.Spec.Containers[0].Image
-	}
-	wantNames := map[string]string{appName(i) + "-web": w.image}
-	if w.side {
-		wantNames[appName(i)+"-side"] = "nginx:1"
-	}
-	for n, img := range wantNames {
-		if names[n] != img {
-			return false, fmt.Errorf("app-%d: Deployment %s has image %q, want %q", i, n, names[n], img)
-		}
-	}
-	if len(names) != len(wantNames) {
-		return false, fmt.Errorf("app-%d: Deployments %v, want %v", i, names, wantNames)
-	}
-	return true, nil
-}
-
-// tracked checks that the current revision's ResourceTracker of
-// Application i lists each of its Deployments.
-func tracked(ctx context.Context, c client.Client, i int, w desired) error {
-	app := &v1beta1.Application{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: appName(i)}, app); err != nil {
-		return err
-	}
-	rts := &v1beta1.ResourceTrackerList{}
-	if err := c.List(ctx, rts, client.MatchingLabels{v1beta1.LabelAppName: appName(i), v1beta1.LabelAppNamespace: namespace}); err != nil {
-		return err
-	}
-	listed := map[string]bool{}
-	for _, rt := range rts.Items {
-		for _, m := range rt.Spec.ManagedResources {
-			if m.Kind == "Deployment" && !m.Deleted {
-				listed[m.Name] = true
-			}
-		}
-	}
-	want := []string{appName(i) + "-web"}
-	if w.side {
-		want = append(want, appName(i)+"-side")
-	}
-	for _, n := range want {
-		if !listed[n] {
-			return fmt.Errorf("Deployment %s is not in any ResourceTracker of app-%d (listed: %v)", n, i, listed)
-		}
-	}
-	return nil
-}
-
-// createBystanders creates ConfigMaps that look like an Application's
-// objects (its labels) without being in any of its trackers.
-func createBystanders(t *testing.T, ctx context.Context, c client.Client) []*corev1.ConfigMap {
-	t.Helper()
-	var out []*corev1.ConfigMap
-	for i := range apps {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("bystander-%d", i),
-			Labels: map[string]string{v1beta1.LabelAppName: appName(i), v1beta1.LabelAppNamespace: namespace, v1beta1.LabelAppComponent: appName(i) + "-web"}},
-			Data: map[string]string{"owner": "someone else"}}
-		require.NoError(t, c.Create(ctx, cm))
-		out = append(out, cm)
-	}
-	return out
-}
-
-// application is Application i as w describes it.
-func application(i int, w desired) *v1beta1.Application {
-	comp := func(name, image string) common.ApplicationComponent {
-		return common.ApplicationComponent{Name: name, Type: "webservice",
-			Properties: &runtime.RawExtension{Raw: fmt.Appendf(nil, `{"image":%q}`, image)}}
-	}
-	spec := v1beta1.ApplicationSpec{Components: []common.ApplicationComponent{comp(appName(i)+"-web", w.image)}}
-	if w.side {
-		spec.Components = append(spec.Components, comp(appName(i)+"-side", "nginx:1"))
-	}
-	return &v1beta1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: appName(i)}, Spec: spec}
-}
-
-func appName(i int) string { return fmt.Sprintf("app-%d", i) }
-
-func randDuration(rng *rand.Rand, lo, hi time.Duration) time.Duration {
-	return lo + time.Duration(rng.Int64N(int64(hi-lo)))
-}
-
-func retryConflict(fn func() error) error {
+// withRetry retries fn on conflicts and on errors of an API server on
+// its way back (after a hub restart), for up to a minute.
+func withRetry(fn func() error) error {
 	var err error
-	for range 10 {
-		if err = fn(); !apierrors.IsConflict(err) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		err = fn()
+		if err == nil || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) || apierrors.IsInvalid(err) {
 			return err
 		}
 	}
 	return err
 }
 
-// controller runs the oamflow-controller binary (built once) and kills it.
-type controller struct {
-	bin, kubeconfig string
-	cmd             *exec.Cmd
-	kills           int
-	log             *os.File
+var appsGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+
+func randDuration(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(rng.Int64N(int64(hi-lo)))
 }
 
-func newController(t *testing.T, kubeconfig string) *controller {
+// controller runs the oamflow-controller binary built with the faults
+// tag (its transport injects API errors as $OAMFLOW_FAULTS_INJECT says)
+// and kills it.
+type controller struct {
+	bin, kubeconfig, inject string
+	cmd                     *exec.Cmd
+	done                    chan struct{}
+	kills, starts           int
+	log                     *os.File
+}
+
+func newController(t *testing.T, kubeconfig, injectCfg string) *controller {
 	t.Helper()
-	bin := framework.BuildController(t)
+	bin := framework.BuildController(t, "faults")
 	log, err := os.CreateTemp("", "oamflow-faults-controller-*.log")
 	require.NoError(t, err)
 	t.Logf("controller log: %s", log.Name())
-	ctl := &controller{bin: bin, kubeconfig: kubeconfig, log: log}
+	ctl := &controller{bin: bin, kubeconfig: kubeconfig, inject: injectCfg, log: log}
 	t.Cleanup(func() {
-		if ctl.cmd != nil {
+		if ctl.cmd != nil && !ctl.exited() {
 			_ = ctl.cmd.Process.Signal(syscall.SIGTERM)
-			_ = ctl.cmd.Wait()
+			select {
+			case <-ctl.done:
+			case <-time.After(20 * time.Second):
+				_ = ctl.cmd.Process.Kill()
+				<-ctl.done
+			}
 		}
 		_ = log.Close()
 	})
@@ -325,20 +383,44 @@ func (ctl *controller) start(t *testing.T) {
 	t.Helper()
 	args := []string{"--kubeconfig=" + ctl.kubeconfig, "--webhook=false", "--leader-elect=false",
 		"--metrics-bind-address=127.0.0.1:" + freePort(t), "--health-probe-bind-address=127.0.0.1:" + freePort(t),
-		"--unhealthy-requeue-period=2s"}
+		"--unhealthy-requeue-period=2s", "--chart-root=" + filepath.Join(repoRoot(t), "charts", "testdata")}
 	ctl.cmd = exec.Command(ctl.bin, args...)
+	ctl.cmd.Env = append(os.Environ(), inject.EnvVar+"="+ctl.inject)
 	ctl.cmd.Stdout, ctl.cmd.Stderr = ctl.log, ctl.log
 	require.NoError(t, ctl.cmd.Start())
+	done := make(chan struct{})
+	ctl.done = done
+	cmd := ctl.cmd
+	go func() { _ = cmd.Wait(); close(done) }()
+	ctl.starts++
 	fmt.Fprintf(ctl.log, "=== started pid %d\n", ctl.cmd.Process.Pid)
+}
+
+// exited reports whether the running controller has exited.
+func (ctl *controller) exited() bool {
+	select {
+	case <-ctl.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (ctl *controller) kill(t *testing.T) {
 	t.Helper()
 	require.NoError(t, ctl.cmd.Process.Signal(syscall.SIGKILL))
-	_ = ctl.cmd.Wait()
+	<-ctl.done
 	ctl.kills++
 	fmt.Fprintf(ctl.log, "=== killed pid %d (kill %d)\n", ctl.cmd.Process.Pid, ctl.kills)
-	t.Logf("kill %d: controller pid %d", ctl.kills, ctl.cmd.Process.Pid)
+	t.Logf("fault: kill %d of the controller (pid %d)", ctl.kills, ctl.cmd.Process.Pid)
+}
+
+// injected counts the API faults the controllers' transports injected.
+func (ctl *controller) injected(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile(ctl.log.Name())
+	require.NoError(t, err)
+	return strings.Count(string(b), inject.Logged)
 }
 
 func freePort(t *testing.T) string {
@@ -347,4 +429,13 @@ func freePort(t *testing.T) string {
 	require.NoError(t, err)
 	defer l.Close()
 	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	root, err := localcluster.FindModuleRoot(wd)
+	require.NoError(t, err)
+	return root
 }

@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,12 +47,17 @@ func InstallChart(t testing.TB, c *Cluster, namespace string, values map[string]
 	return rel
 }
 
-// BuildController builds cmd/oamflow-controller into a temporary folder
-// and returns the binary's path.
-func BuildController(t testing.TB) string {
+// BuildController builds cmd/oamflow-controller, with the build tags
+// given (the fault suite's "faults" links its API-error injector), into a
+// temporary folder and returns the binary's path.
+func BuildController(t testing.TB, tags ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "oamflow-controller")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/oamflow-controller")
+	args := []string{"build", "-o", bin}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	build := exec.Command("go", append(args, "./cmd/oamflow-controller")...)
 	build.Dir = repoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/oamflow-controller: %v\n%s", err, out)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -110,6 +111,10 @@ type Options struct {
 	// the Application controller (controller.New): a seam for tests and
 	// embedders, not a flag.
 	ControllerOptions []controller.Option
+	// WrapTransport, when set, wraps the HTTP transport of every client
+	// of the hub and of member clusters: a seam for the fault suite
+	// (e2e/faults), not a flag.
+	WrapTransport transport.WrapperFunc
 }
 
 // Webhook registration modes (WebhookOptions.Registration).
@@ -285,6 +290,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	log := ctrl.Log.WithName("setup")
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
+	var registryOpts []multicluster.Option
+	if o.WrapTransport != nil {
+		cfg.Wrap(o.WrapTransport)
+		registryOpts = append(registryOpts, multicluster.WithTransportWrapper(o.WrapTransport))
+	}
 	scheme, err := Scheme()
 	if err != nil {
 		return fmt.Errorf("building the scheme: %w", err)
@@ -374,8 +384,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := mgr.Add(secrets); err != nil {
 		return fmt.Errorf("starting the cluster Secret cache: %w", err)
 	}
-	clusters, err := multicluster.NewRegistry(direct, cfg, multicluster.WithSystemNamespace(o.SystemNamespace),
-		multicluster.WithSecretReader(secrets))
+	clusters, err := multicluster.NewRegistry(direct, cfg, append(registryOpts, multicluster.WithSystemNamespace(o.SystemNamespace),
+		multicluster.WithSecretReader(secrets))...)
 	if err != nil {
 		return fmt.Errorf("building the cluster registry: %w", err)
 	}

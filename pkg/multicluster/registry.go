@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,6 +51,7 @@ type Registry struct {
 	scheme    *runtime.Scheme
 	defaults  ClientSettings
 	userAgent string
+	wrap      transport.WrapperFunc
 
 	mu      sync.RWMutex
 	entries map[string]*entry
@@ -131,6 +133,13 @@ func WithClientSettings(s ClientSettings) Option {
 // tells which oamflow program sent a request.
 func WithUserAgent(ua string) Option {
 	return func(r *Registry) { r.userAgent = ua }
+}
+
+// WithTransportWrapper wraps the HTTP transport of every member-cluster
+// client in w (rest.Config.Wrap), as the hub's config may already be: a
+// seam for proxies and for the fault suite's injected API errors.
+func WithTransportWrapper(w transport.WrapperFunc) Option {
+	return func(r *Registry) { r.wrap = w }
 }
 
 // NewRegistry returns a registry whose hub is reached with hub and
@@ -297,6 +306,9 @@ func (r *Registry) rebuild(ctx context.Context, s *corev1.Secret, old *entry) (*
 	default:
 		if r.userAgent != "" {
 			p.config.UserAgent = r.userAgent
+		}
+		if r.wrap != nil {
+			p.config.Wrap(r.wrap)
 		}
 		if err := e.build(p.config, r.scheme); err != nil {
 			e.cluster.Err = &MisconfiguredError{Cluster: s.Name, Namespace: s.Namespace, Reason: err.Error()}

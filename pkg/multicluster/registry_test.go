@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -412,3 +414,31 @@ func TestResolvePlacements(t *testing.T) {
 	require.ErrorIs(t, err, ErrClusterNotFound)
 	assert.Contains(t, err.Error(), `cluster "pluto" not registered`)
 }
+
+// TestTransportWrapper: WithTransportWrapper wraps every member client's
+// transport (the fault suite's seam), and the hub's is left as given.
+func TestTransportWrapper(t *testing.T) {
+	ctx := context.Background()
+	var calls atomic.Int32
+	r := newRegistry(t, WithTransportWrapper(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			calls.Add(1)
+			return next.RoundTrip(req)
+		})
+	}))
+	join(t, r, "wrapped", nil)
+	c, _, err := r.Clients(ctx, "wrapped")
+	require.NoError(t, err)
+	require.NoError(t, c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("default")))
+	assert.Positive(t, calls.Load(), "the member's requests went through the wrapper")
+
+	before := calls.Load()
+	hubClient, _, err := r.Clients(ctx, "local")
+	require.NoError(t, err)
+	require.NoError(t, hubClient.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("default")))
+	assert.Equal(t, before, calls.Load(), "the hub's client is the one given")
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
