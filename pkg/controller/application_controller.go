@@ -207,9 +207,13 @@ func New(c, direct client.Client, recorder record.EventRecorder, wf WorkflowRunn
 	if r.health == nil {
 		r.health = defaultHealth{clients: r.clients, releases: r.releaseHealth}
 	}
+	// The workers' Engines share one bounded memo of results (a resync
+	// finds what any worker rendered before) and forget their CUE graphs
+	// after each reconcile (see cuex.Engine.Forget).
+	memo := cuex.NewMemo(0)
 	r.engines = make(chan *cuex.Engine, opts.Concurrency)
 	for i := 0; i < opts.Concurrency; i++ {
-		r.engines <- cuex.NewEngine(cuex.WithAbandoned(opts.Abandoned))
+		r.engines <- cuex.NewEngine(cuex.WithAbandoned(opts.Abandoned), cuex.WithMemo(memo))
 	}
 	return r
 }
@@ -391,7 +395,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		setCondition(app, c.Type, true, c.Reason, c.Message)
 	}
 	s.engine = <-r.engines
-	defer func() { r.engines <- s.engine }()
+	defer func() {
+		s.engine.Forget()
+		r.engines <- s.engine
+	}()
 	ctx = appfile.WithEngine(ctx, s.engine)
 	ctx = appfile.WithBudgets(ctx, r.opts.Budgets)
 

@@ -89,6 +89,16 @@ func WithAbandoned(a *Abandoned) Option {
 	}
 }
 
+// WithMemo makes the Engine remember results in m, shared with the other
+// Engines given m (default: a Memo of its own).
+func WithMemo(m *Memo) Option {
+	return func(e *Engine) {
+		if m != nil {
+			e.memo = m.l
+		}
+	}
+}
+
 // Engine compiles CUE sources once per content hash and evaluates them under
 // the Engine's limits.
 type Engine struct {
@@ -109,7 +119,9 @@ type Engine struct {
 	memo *lru
 	// values keeps recently evaluated values by template and fills, so
 	// that the same evaluation asked for twice (validating properties, then
-	// rendering with the same context) is done once.
+	// rendering with the same context) is done once. A value holds CUE's
+	// whole graph of the evaluation (hundreds of KiB for a webservice):
+	// Forget drops them when a piece of work is done.
 	values *lru
 	// imports are the provider packages (pkg/cuepkg) by set and path,
 	// parsed on first use; pkgValues are their values in cctx.
@@ -147,7 +159,8 @@ func (e *Engine) failedLocked(key string) error {
 	return f.err
 }
 
-// evaluatedValues bounds Engine.values.
+// evaluatedValues bounds Engine.values within one piece of work (see
+// Forget).
 const evaluatedValues = 64
 
 type evaluated struct {
@@ -166,6 +179,18 @@ func NewEngine(opts ...Option) *Engine {
 	}
 	e.resetLocked()
 	return e
+}
+
+// Forget drops the evaluated CUE values the Engine keeps for one piece of
+// work (a reconcile, an admission review, a command), so that they are
+// not carried into the next: a pool of Engines would otherwise keep up to
+// evaluatedValues graphs of other Applications alive in each Engine, tens
+// of MiB doing nothing. Compiled templates and remembered results (the
+// Memo) stay.
+func (e *Engine) Forget() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.values = newLRU(evaluatedValues)
 }
 
 // Limits returns the Engine's limits.

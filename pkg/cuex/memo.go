@@ -13,8 +13,36 @@ import (
 	"sync"
 )
 
-// DefaultMemoEntries bounds the results an Engine remembers.
-const DefaultMemoEntries = 4096
+// DefaultMemoEntries bounds the results an Engine remembers (or the
+// Engines sharing one Memo): about eight per Application of four
+// components and traits (each component and trait render, each
+// properties check), so that a resync of 1,000 such Applications finds
+// every result it rendered at the previous one. A result is what a
+// template yields (a few Kubernetes objects as JSON-like maps: a few KiB
+// to tens of KiB), not CUE's graph.
+const DefaultMemoEntries = 8192
+
+// Memo is a bounded store of evaluation results (Engine.Recall,
+// Engine.Remember) that Engines can share (WithMemo): Engines checked out
+// of a pool by turns then find each other's results, and the bound holds
+// for all of them together.
+type Memo struct{ l *lru }
+
+// NewMemo returns a Memo keeping the entries most recently used results
+// (DefaultMemoEntries when entries <= 0).
+func NewMemo(entries int) *Memo {
+	if entries <= 0 {
+		entries = DefaultMemoEntries
+	}
+	return &Memo{l: newLRU(entries)}
+}
+
+// Len is the number of results kept.
+func (m *Memo) Len() int {
+	m.l.mu.Lock()
+	defer m.l.mu.Unlock()
+	return m.l.order.Len()
+}
 
 // lru is a size-bounded least-recently-used map.
 type lru struct {
@@ -66,8 +94,8 @@ func (l *lru) put(key string, val any) {
 // value is shared: callers must not modify it (copy it first).
 func (e *Engine) Recall(key string) (any, bool) { return e.memo.get(key) }
 
-// Remember stores a result under key (the least recently used of
-// DefaultMemoEntries results is dropped). Store only values nobody
+// Remember stores a result under key (the least recently used result is
+// dropped beyond the Memo's bound, DefaultMemoEntries by default). Store only values nobody
 // modifies afterwards.
 func (e *Engine) Remember(key string, val any) { e.memo.put(key, val) }
 

@@ -1,7 +1,10 @@
 package cuex
 
 import (
+	"context"
 	"testing"
+
+	"cuelang.org/go/cue"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,4 +24,39 @@ func TestKey(t *testing.T) {
 	assert.NotEqual(t, k("ab", "c"), k("a", "bc"), "parts are delimited")
 	assert.NotEqual(t, k([]any{"a"}), k([]any{"a", nil}))
 	assert.Equal(t, k(map[string]string{"a": "b"}), k(map[string]string{"a": "b"}))
+}
+
+func TestSharedMemo(t *testing.T) {
+	m := NewMemo(2)
+	a, b := NewEngine(WithMemo(m)), NewEngine(WithMemo(m))
+	a.Remember("k1", "one")
+	got, ok := b.Recall("k1")
+	assert.True(t, ok, "an Engine sharing the Memo finds what another remembered")
+	assert.Equal(t, "one", got)
+	b.Remember("k2", "two")
+	b.Remember("k3", "three")
+	assert.Equal(t, 2, m.Len(), "the bound holds for the Engines together")
+	_, ok = a.Recall("k1")
+	assert.False(t, ok, "the least recently used result is dropped")
+	_, ok = NewEngine().Recall("k3")
+	assert.False(t, ok, "an Engine without the Memo has its own")
+}
+
+func TestForgetDropsValuesKeepsMemo(t *testing.T) {
+	e := NewEngine()
+	tpl, err := e.Compile(Source{Kind: "component", Name: "x"}, "parameter: {n: int}\nout: parameter.n + 1\n")
+	require.NoError(t, err)
+	eval := func() {
+		t.Helper()
+		require.NoError(t, e.Eval(context.Background(), tpl, map[string]any{"parameter": map[string]any{"n": 1}}, func(cue.Value) error { return nil }))
+	}
+	eval()
+	e.Remember("result", 2)
+	assert.Equal(t, 1, e.values.order.Len(), "the evaluated value is kept for the same piece of work")
+	e.Forget()
+	assert.Equal(t, 0, e.values.order.Len(), "Forget drops the CUE values")
+	_, ok := e.Recall("result")
+	assert.True(t, ok, "remembered results stay")
+	eval()
+	assert.Equal(t, 1, e.values.order.Len())
 }

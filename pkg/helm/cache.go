@@ -23,6 +23,12 @@ type cacheEntry struct {
 	data []byte
 }
 
+// DefaultCacheBytes bounds a Fetcher's archive cache (the controller's
+// --chart-cache-bytes): a chart archive is typically tens to hundreds of
+// KiB, so 32 MiB keeps a few hundred distinct charts while staying a small
+// share of a 1 GiB controller pod.
+const DefaultCacheBytes = 32 << 20
+
 // NewCache returns a Cache holding at most maxBytes of archives. An archive
 // larger than maxBytes is never cached; maxBytes <= 0 disables caching.
 func NewCache(maxBytes int64) *Cache {

@@ -43,7 +43,7 @@ type FetcherOption func(*Fetcher)
 // under dir. Without it, such sources are refused.
 func WithChartRoot(dir string) FetcherOption { return func(f *Fetcher) { f.root = dir } }
 
-// WithCache sets the archive cache (default: 256 MiB).
+// WithCache sets the archive cache (default: DefaultCacheBytes).
 func WithCache(c *Cache) FetcherOption { return func(f *Fetcher) { f.cache = c } }
 
 // WithLimits sets the archive limits (zero fields take DefaultLimits).
@@ -61,7 +61,7 @@ func WithPlainHTTPRegistries() FetcherOption { return func(f *Fetcher) { f.plain
 // NewFetcher returns a Fetcher reading auth Secrets through secrets (the
 // hub's client).
 func NewFetcher(secrets client.Reader, opts ...FetcherOption) *Fetcher {
-	f := &Fetcher{secrets: secrets, cache: NewCache(256 << 20), transport: http.DefaultTransport}
+	f := &Fetcher{secrets: secrets, cache: NewCache(DefaultCacheBytes), transport: http.DefaultTransport}
 	for _, o := range opts {
 		o(f)
 	}
