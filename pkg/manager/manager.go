@@ -3,6 +3,43 @@
 // engine, the cluster registry and Helm support wired together. The
 // oamflow-controller binary and the end-to-end tests both start the
 // controller through Run, so they run the same code.
+//
+// # Memory model
+//
+// What the controller keeps in memory, and what bounds it (Run configures
+// all of it; the figures are for a webservice with three traits):
+//
+//   - The manager's informer cache: Applications (of the shard, with
+//     sharding) and the definitions read while parsing (Component, Trait,
+//     Policy, WorkflowStep definitions and DefinitionRevisions), cluster
+//     wide, with metadata.managedFields dropped on arrival
+//     (cache.TransformStripManagedFields: nothing the controller does reads
+//     them on these kinds). Grows with the number of Applications, about
+//     the size of each one's JSON.
+//   - Member cluster Secrets of the system namespace (multicluster's
+//     Secret cache): a handful.
+//   - The observed-state cache (package observed): the ResourceTrackers
+//     and ApplicationRevisions of Applications and, of the kinds the
+//     built-in definitions deploy (observed.DefaultKinds), the objects
+//     labelled app.oam.dev/name, informers started on first use, kept
+//     without managedFields' fieldsV1 and with revisions' templates
+//     interned (one copy per distinct template). It serves the resync of
+//     Applications in their steady state (0 API reads); it grows with what
+//     Applications deploy, about each object's JSON.
+//   - Nothing else is watched: workflow contexts, other kinds, and every
+//     read deciding a write go to the API server.
+//   - CUE: one Engine per worker (--concurrent-reconciles). Each keeps its
+//     compiled templates (one per definition content) and, during one
+//     reconcile only, the CUE graphs it evaluated (cuex.Engine.Forget drops
+//     them when the worker is done: they are hundreds of KiB each). The
+//     workers share one memo of evaluation results (cuex.Memo,
+//     cuex.DefaultMemoEntries results, about eight per Application: a
+//     resync renders nothing it rendered before).
+//   - Helm chart archives fetched for Applications, by digest, up to
+//     --chart-cache-bytes (32 MiB).
+//
+// Beyond these, a reconcile holds one Application's parse, render and
+// workflow state while it runs, --concurrent-reconciles at a time.
 package manager
 
 import (
@@ -16,6 +53,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
@@ -40,6 +78,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/helm"
 	"github.com/oamflow/oamflow/pkg/metrics"
 	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/observed"
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/revision"
@@ -173,7 +212,7 @@ type WebhookOptions struct {
 // 4 concurrent reconciles, 100 QPS / 200 burst, a 5-minute resync, 10
 // revisions kept, system namespace oamflow-system, metrics on :8080,
 // probes on :9440, no leader election, 10 step retries, a 10-minute
-// default step timeout, no bundled chart root, a 256 MiB chart cache and
+// default step timeout, no bundled chart root, a 32 MiB chart cache and
 // a 10-second re-check of unhealthy Applications; the webhook is off
 // (Webhook.Enabled false) so that tests embedding the controller need not
 // serve admission reviews, with port 9443, URL registration on 127.0.0.1,
@@ -192,7 +231,7 @@ func DefaultOptions() Options {
 		LeaderElectionID:       "oamflow-controller.oamflow.dev",
 		MaxStepRetries:         workflow.DefaultMaxStepRetries,
 		DefaultStepTimeout:     workflow.DefaultStepTimeout,
-		ChartCacheBytes:        256 << 20,
+		ChartCacheBytes:        helm.DefaultCacheBytes,
 		UnhealthyRequeuePeriod: 10 * time.Second,
 		Budgets:                appfile.DefaultBudgets(),
 		Outbound:               egress.Config{MaxResponseBytes: egress.DefaultMaxResponseBytes, MaxTimeout: egress.DefaultMaxTimeout},
@@ -280,9 +319,7 @@ func Scheme() (*runtime.Scheme, error) {
 }
 
 // Run builds the manager and blocks until ctx is done or the manager
-// fails. The manager caches Applications only; everything else (revisions,
-// definitions, deployed objects, workflow contexts) is read from the API
-// server directly, so memory does not grow with what Applications deploy.
+// fails. What it caches is in the package doc (Memory model).
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
@@ -306,7 +343,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	resync := o.ResyncPeriod
 	shard := o.Sharding
 	leaderID := o.LeaderElectionID
-	cacheOpts := cache.Options{SyncPeriod: &resync}
+	// See the package doc (Memory model) for what is cached.
+	cacheOpts := cache.Options{SyncPeriod: &resync, DefaultTransform: cache.TransformStripManagedFields()}
 	if shard.Enabled {
 		leaderID = sharding.LeaseName(o.LeaderElectionID, shard.ID())
 		if !shard.IsMaster() && o.Webhook.Enabled {
@@ -366,6 +404,25 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("building the API client: %w", err)
 	}
+	// The resync of an Application in its steady state reads its revision,
+	// trackers and deployed objects from the observed-state cache (package
+	// observed); every other read, and every read deciding a write, goes
+	// to the API server through direct.
+	obsOpts := observed.Options{}
+	if shard.Enabled {
+		// A shard caches its own records, and no deployed objects (they
+		// carry no shard label: caching them would grow with the fleet).
+		obsOpts.Records = shard.Selector()
+		obsOpts.Kinds = []schema.GroupKind{{Group: v1beta1.GroupVersion.Group, Kind: "ResourceTracker"}, {Group: v1beta1.GroupVersion.Group, Kind: "ApplicationRevision"}}
+	}
+	obs, err := observed.New(cfg, scheme, mgr.GetRESTMapper(), obsOpts)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(obs); err != nil {
+		return fmt.Errorf("starting the observed-state cache: %w", err)
+	}
+	own := obs.Client(direct)
 	workflow.SetupLibrary(direct, o.MaxStepRetries)
 	steps, err := workflow.BuiltinTemplates(definitions.FS, "workflowsteps")
 	if err != nil {
@@ -412,7 +469,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	// acting as the Application's identity within its scope (package
 	// tenancy; the Tenant travels in the reconcile's context). Its own
 	// objects (trackers, revisions, workflow contexts, status) use direct.
-	appClients := tenancy.NewClients(clusters)
+	appClients := tenancy.NewClients(observedHub{Impersonator: clusters, obs: obs})
 	helmClient := helm.NewClient(helm.NewFactory(appClients), helm.NewFetcher(appClients.HubReader(), fetchOpts...), appClients.HubReader())
 	// Metrics: controller-runtime's registry (served at /metrics); the
 	// Application phase gauge counts from the manager's cache.
@@ -432,7 +489,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	abandoned := cuex.NewAbandoned(0)
 	recorder := mgr.GetEventRecorderFor("oamflow-controller")
 	releases := resourcekeeper.NewHelmReleases(timed, resourcekeeper.WithReleaseEvents(recorder, mgr.GetClient()))
-	r := controller.New(mgr.GetClient(), direct, recorder, engine, o.SystemNamespace, builtins,
+	r := controller.New(mgr.GetClient(), own, recorder, engine, o.SystemNamespace, builtins,
 		controller.Options{
 			RevisionLimit:    o.RevisionLimit,
 			StepTimeout:      o.DefaultStepTimeout,
@@ -448,7 +505,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			controller.WithClusterResolver(clusters),
 			controller.WithHelm(releases, health.NewHelmReleases(helmClient)),
 			controller.WithRenderer(timedRenderer{next: controller.RendererFn(render.RenderComponent), rec: rec}),
-			controller.WithKeepers(keepers(appClients, direct, releases, rec)),
+			controller.WithKeepers(keepers(appClients, own, releases, rec)),
 			controller.WithMetrics(rec),
 		}, o.ControllerOptions...)...)
 	if err := r.SetupWithManager(mgr); err != nil {
@@ -484,6 +541,23 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	log.Info("starting", "concurrentReconciles", o.Concurrency, "resyncPeriod", o.ResyncPeriod.String(),
 		"systemNamespace", o.SystemNamespace, "leaderElection", o.LeaderElect, "defaultStepTimeout", o.DefaultStepTimeout.String())
 	return mgr.Start(ctx)
+}
+
+// observedHub gives, for the hub acting as the controller, clients whose
+// reads under observed.WithCachedReads may come from the observed-state
+// cache; an Application acting as its own ServiceAccount reads (and is
+// refused) as itself, through the API server.
+type observedHub struct {
+	tenancy.Impersonator
+	obs *observed.Cache
+}
+
+func (h observedHub) Clients(ctx context.Context, cluster string) (client.Client, *rest.Config, error) {
+	c, cfg, err := h.Impersonator.Clients(ctx, cluster)
+	if err == nil && multicluster.IsLocal(cluster) {
+		c = h.obs.Client(c)
+	}
+	return c, cfg, err
 }
 
 // metricsOptions serves /metrics on o.MetricsAddr: plain HTTP, or with

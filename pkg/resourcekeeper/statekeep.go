@@ -8,11 +8,15 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/helm/helmspec"
+	"github.com/oamflow/oamflow/pkg/observed"
 )
 
 // StateKeep repairs drift: every object tracked by the current revision is
 // read and, when it is missing or not in sync with what was last applied
-// (see inSync), applied again. Objects now owned by another Application,
+// (see inSync), applied again. Under observed.WithCachedReads the tracker
+// and the objects may be read from the observed-state cache; an object
+// the cache shows out of sync is read again from the API server, which
+// decides the write. Objects now owned by another Application,
 // read-only objects, and objects under apply-once (whole object, or the
 // listed paths, with affect onStateKeep or always) are left as they are.
 // When nothing drifted it issues only reads: zero write requests. Tracked
@@ -55,6 +59,12 @@ func (k *Keeper) keepOne(ctx context.Context, e v1beta1.ManagedResource) error {
 		p, err = k.planRelease(ctx, e.Cluster, obj, true)
 	} else {
 		p, err = k.plan(ctx, c, e.Cluster, obj, true)
+		if err == nil && p.action != actNone && observed.CachedReads(ctx) {
+			// The cache says something is to be written: decide it from
+			// the API server's object, never from a cached one.
+			ctx = observed.Direct(ctx)
+			p, err = k.plan(ctx, c, e.Cluster, obj, true)
+		}
 	}
 	if err != nil {
 		return err
