@@ -41,6 +41,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/errclass"
 	"github.com/oamflow/oamflow/pkg/health"
 	"github.com/oamflow/oamflow/pkg/multicluster"
+	"github.com/oamflow/oamflow/pkg/observed"
 	"github.com/oamflow/oamflow/pkg/placement"
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
@@ -390,6 +391,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	}
 	s.before = app.DeepCopy()
+	if steady(app, s.restart) {
+		// Its resync reads from the observed-state cache: nothing from
+		// the API server unless something is to be written.
+		ctx = observed.WithCachedReads(ctx)
+	}
 	if r.opts.Shard != "" {
 		c := sharding.Running(r.opts.Shard)
 		setCondition(app, c.Type, true, c.Reason, c.Message)
@@ -418,6 +424,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{Requeue: true}, nil
 	}
 	return ctrl.Result{}, err
+}
+
+// steady reports whether app is in its steady state: its workflow
+// succeeded for its latest revision at its current generation, and no
+// restart is asked. Such a reconcile (a resync, a label edit) may read its
+// revision, trackers and deployed objects from the observed-state cache
+// (package observed); a spec or definition change still makes a new
+// revision, and drift is repaired from fresh reads.
+func steady(app *v1beta1.Application, restart bool) bool {
+	st, lr := app.Status.Workflow, app.Status.LatestRevision
+	return !restart && st != nil && st.Finished && st.Status == "succeeded" && lr != nil && st.AppRevision == lr.Name &&
+		app.Status.ObservedGeneration == app.Generation
 }
 
 // runPhases runs the phases in order until one settles, asks to reread,
