@@ -25,14 +25,19 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
@@ -134,6 +139,16 @@ func WithHelm(releases resourcekeeper.ReleaseHandler, checker health.ReleaseChec
 	return func(r *Reconciler) { r.releases, r.releaseHealth = releases, checker }
 }
 
+// WithFleetEvents makes changes of the cluster registry re-evaluate the
+// Applications that select clusters by labels: secrets is the cache of the
+// registry's cluster Secrets (multicluster.NewSecretCache). A member
+// joining, detached, or whose labels changed enqueues only those
+// Applications; whether their selection moved is decided by the parse
+// phase (fleetMoved).
+func WithFleetEvents(secrets cache.Cache) Option {
+	return func(r *Reconciler) { r.fleet = secrets }
+}
+
 // WithClusterResolver sets how topology policies' clusterLabelSelector is
 // resolved (default: it cannot be, and such deploy steps fail).
 func WithClusterResolver(cr placement.Resolver) Option {
@@ -161,6 +176,9 @@ type Reconciler struct {
 	resolver      placement.Resolver
 	engines       chan *cuex.Engine
 	metrics       Metrics
+	// fleet is the cache of cluster Secrets watched for registry changes
+	// (WithFleetEvents; nil: none).
+	fleet cache.Cache
 }
 
 // New returns a Reconciler. c reads Applications and definitions (a cached
@@ -225,7 +243,7 @@ func New(c, direct client.Client, recorder record.EventRecorder, wf WorkflowRunn
 // status (suspend, resume, terminate, restart from a step); its own status
 // writes do not trigger it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1beta1.Application{}).
 		WithEventFilter(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			o, okO := e.ObjectOld.(*v1beta1.Application)
@@ -235,8 +253,64 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return needsReconcile(o, n)
 		}}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Concurrency}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Concurrency})
+	if r.fleet != nil {
+		b = b.WatchesRawSource(source.Kind(r.fleet, &corev1.Secret{},
+			handler.TypedEnqueueRequestsFromMapFunc(r.appsSelectingByLabels), clusterChanged{}))
+	}
+	return b.Complete(r)
+}
+
+// clusterChanged passes the registry events that can change a label
+// selection: a cluster Secret created or deleted, or its labels changed.
+type clusterChanged struct {
+	predicate.TypedFuncs[*corev1.Secret]
+}
+
+func (clusterChanged) Create(event.TypedCreateEvent[*corev1.Secret]) bool { return true }
+
+func (clusterChanged) Delete(event.TypedDeleteEvent[*corev1.Secret]) bool { return true }
+
+func (clusterChanged) Update(e event.TypedUpdateEvent[*corev1.Secret]) bool {
+	return !reflect.DeepEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+}
+
+func (clusterChanged) Generic(event.TypedGenericEvent[*corev1.Secret]) bool { return false }
+
+// appsSelectingByLabels lists the Applications (from the cache) with a
+// topology policy selecting clusters by labels.
+func (r *Reconciler) appsSelectingByLabels(ctx context.Context, _ *corev1.Secret) []reconcile.Request {
+	list := &v1beta1.ApplicationList{}
+	if err := r.client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing Applications after a cluster registry change")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if selectsByLabels(&list.Items[i]) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
+}
+
+// selectsByLabels reports whether app has a topology policy with a
+// clusterLabelSelector (or clusterSelector). Policies that do not decode
+// are the parse phase's to report.
+func selectsByLabels(app *v1beta1.Application) bool {
+	for _, p := range app.Spec.Policies {
+		if p.Type != appfile.PolicyTopology {
+			continue
+		}
+		props, err := appfile.DecodeProperties(p.Properties)
+		if err != nil {
+			continue
+		}
+		if t, err := placement.Parse(p.Name, props); err == nil && t.SelectsByLabels() {
+			return true
+		}
+	}
+	return false
 }
 
 // needsReconcile reports whether an update of an Application asks for a
@@ -287,6 +361,8 @@ type scope struct {
 	why    string
 	af     *appfile.AppFile
 	defs   revision.Definitions
+	// selection: the clusters its label selectors match, for the revision.
+	selection placement.Selection
 	// warnings are the validation warnings of a live parse (reported as
 	// Warning events when a revision is made of it).
 	warnings []string

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/errclass"
+	"github.com/oamflow/oamflow/pkg/placement"
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/revision"
@@ -72,9 +74,17 @@ func (r *Reconciler) parse(ctx context.Context, s *scope) (next, error) {
 			setParsedCondition(app, "", err)
 			return proceed, err
 		}
-		s.af, s.defs = af, revision.FromRevision(s.latest)
-		setParsedCondition(app, "rendering revision "+s.latest.Name, nil)
-		return proceed, nil
+		sel, moved := r.fleetMoved(ctx, s, af, why)
+		if !moved {
+			s.af, s.defs, s.selection = af, revision.FromRevision(s.latest), sel
+			setParsedCondition(app, "rendering revision "+s.latest.Name, nil)
+			return proceed, nil
+		}
+		// The fleet changed under a label selector: the Application is
+		// parsed again and deployed to the new set, as if it had been
+		// edited (a new revision, a new run, then garbage collection of
+		// what a member that left no longer gets).
+		s.live, s.why = true, revision.ReasonPlacementChanged
 	}
 	rec := revision.NewRecorder(r.sources.Source(app))
 	af, warnings, err := r.validator.Validate(ctx, app, rec, r.clusters())
@@ -88,9 +98,70 @@ func (r *Reconciler) parse(ctx context.Context, s *scope) (next, error) {
 		setParsedCondition(app, "", err)
 		return proceed, err
 	}
-	s.af, s.defs = af, defs
-	setParsedCondition(app, "parsed against the installed definitions ("+why+")", nil)
+	sel, err := r.selection(ctx, af)
+	if err != nil {
+		setParsedCondition(app, "", err)
+		return proceed, err
+	}
+	s.af, s.defs, s.selection = af, defs, sel
+	setParsedCondition(app, "parsed against the installed definitions ("+s.why+")", nil)
 	return proceed, nil
+}
+
+// selection is the clusters the Application's topology policies select by
+// labels now (nil without a cluster resolver or label selectors).
+func (r *Reconciler) selection(ctx context.Context, af *appfile.AppFile) (placement.Selection, error) {
+	if r.resolver == nil {
+		return nil, nil
+	}
+	var tops []placement.Topology
+	for _, p := range af.Policies {
+		if p.Type != appfile.PolicyTopology {
+			continue
+		}
+		t, err := placement.Parse(p.Name, p.Properties)
+		if err != nil {
+			return nil, errclass.Terminal(fmt.Errorf("topology policy %q: %w", p.Name, err))
+		}
+		tops = append(tops, t)
+	}
+	return placement.Select(ctx, tops, r.resolver)
+}
+
+// fleetMoved reports whether the clusters the Application's label
+// selectors match differ from those its latest revision was made for (a
+// member joined, lost its labels, or was detached), and returns the
+// selection the revision goes on with otherwise. Unreachable members are
+// still selected: only the registry's labels count. A pinned
+// publishVersion, or a registry that cannot be read now, keeps the
+// revision as it is. A revision made before selections were recorded is
+// given the current one, once.
+func (r *Reconciler) fleetMoved(ctx context.Context, s *scope, af *appfile.AppFile, why string) (placement.Selection, bool) {
+	recorded, ok, err := revision.SelectionOf(s.latest)
+	if err != nil || why == revision.ReasonPublishVersionPinned {
+		return recorded, false
+	}
+	now, err := r.selection(ctx, af)
+	if err != nil {
+		s.log.V(1).Info("not checking whether the fleet moved: the cluster registry cannot be read", "reason", err.Error())
+		return recorded, false
+	}
+	if !ok {
+		if len(now) > 0 {
+			if err := r.revisions.RecordSelection(ctx, s.latest, now); err != nil {
+				s.log.Error(err, "recording the placement of the latest revision")
+			}
+		}
+		return now, false
+	}
+	changes := now.Changes(recorded)
+	if len(changes) == 0 {
+		return recorded, false
+	}
+	msg := "placement changed: " + strings.Join(changes, ", ")
+	s.log.Info("the clusters selected by labels changed; deploying to the new set", "changes", changes)
+	r.recorder.Event(s.app, "Normal", revision.ReasonPlacementChanged, msg)
+	return now, true
 }
 
 // clusters returns the cluster check of topology policies: the cluster
@@ -108,7 +179,7 @@ func (r *Reconciler) revision(ctx context.Context, s *scope) (next, error) {
 	if !s.live {
 		s.rev = s.latest
 	} else {
-		hash, err := revision.Hash(app, s.defs)
+		hash, err := revision.Hash(app, s.defs, s.selection)
 		if err != nil {
 			setRevisionCondition(app, "", false, "", err)
 			return proceed, err
@@ -116,7 +187,7 @@ func (r *Reconciler) revision(ctx context.Context, s *scope) (next, error) {
 		if s.latest != nil && s.latest.Labels[v1beta1.LabelAppRevisionHash] == hash {
 			s.rev = s.latest
 		} else {
-			rev, err := r.revisions.Create(ctx, app, s.defs, hash)
+			rev, err := r.revisions.Create(ctx, app, s.defs, s.selection, hash)
 			if err != nil {
 				setRevisionCondition(app, "", false, "", err)
 				return proceed, err

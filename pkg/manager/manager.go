@@ -503,6 +503,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		append([]controller.Option{
 			controller.WithClusterClients(appClients),
 			controller.WithClusterResolver(clusters),
+			controller.WithFleetEvents(secrets),
 			controller.WithHelm(releases, health.NewHelmReleases(helmClient)),
 			controller.WithRenderer(timedRenderer{next: controller.RendererFn(render.RenderComponent), rec: rec}),
 			controller.WithKeepers(keepers(appClients, own, releases, rec)),

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/placement"
 	"github.com/oamflow/oamflow/pkg/sharding"
 )
 
@@ -84,15 +85,22 @@ func AppHash(app *v1beta1.Application) (string, error) {
 // (see AppHash) plus the spec of every definition it used. It is the value
 // of the app.oam.dev/app-revision-hash label; two revisions with equal
 // hashes render the same objects.
-func Hash(app *v1beta1.Application, defs Definitions) (string, error) {
+//
+// sel is the label-selected placement the revision is made for
+// (placement.Select): a member joining or leaving a selection makes a new
+// revision, whose run deploys to the new set and whose garbage collection
+// removes what the left member no longer gets. An Application selecting
+// no cluster by labels hashes as before selections were recorded.
+func Hash(app *v1beta1.Application, defs Definitions, sel placement.Selection) (string, error) {
 	type content struct {
-		App           appContent     `json:"app"`
-		Components    map[string]any `json:"components,omitempty"`
-		Traits        map[string]any `json:"traits,omitempty"`
-		Policies      map[string]any `json:"policies,omitempty"`
-		WorkflowSteps map[string]any `json:"workflowSteps,omitempty"`
+		App           appContent          `json:"app"`
+		Components    map[string]any      `json:"components,omitempty"`
+		Traits        map[string]any      `json:"traits,omitempty"`
+		Policies      map[string]any      `json:"policies,omitempty"`
+		WorkflowSteps map[string]any      `json:"workflowSteps,omitempty"`
+		Placement     placement.Selection `json:"placement,omitempty"`
 	}
-	c := content{App: contentOf(app)}
+	c := content{App: contentOf(app), Placement: sel}
 	c.Components = specs(defs.Components, func(d v1beta1.ComponentDefinition) any { return d.Spec })
 	c.Traits = specs(defs.Traits, func(d v1beta1.TraitDefinition) any { return d.Spec })
 	c.Policies = specs(defs.Policies, func(d v1beta1.PolicyDefinition) any { return d.Spec })

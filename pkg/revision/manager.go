@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/placement"
 )
 
 // DefaultLimit is how many revisions of an Application are kept when
@@ -150,7 +151,7 @@ func Sorted(app string, revs []v1beta1.ApplicationRevision) []v1beta1.Applicatio
 // this hash (an earlier reconcile made it but could not record it), which
 // is returned instead. If another writer took the number first, the next
 // number is tried (up to 5 times).
-func (m *Manager) Create(ctx context.Context, app *v1beta1.Application, defs Definitions, hash string) (*v1beta1.ApplicationRevision, error) {
+func (m *Manager) Create(ctx context.Context, app *v1beta1.Application, defs Definitions, sel placement.Selection, hash string) (*v1beta1.ApplicationRevision, error) {
 	revs, err := m.List(ctx, app)
 	if err != nil {
 		return nil, err
@@ -167,6 +168,9 @@ func (m *Manager) Create(ctx context.Context, app *v1beta1.Application, defs Def
 	}
 	for attempt := 0; attempt < 5; attempt, n = attempt+1, n+1 {
 		rev := Snapshot(app, defs, n, hash)
+		if err := SetSelection(rev, sel); err != nil {
+			return nil, err
+		}
 		err := m.writer.Create(ctx, rev)
 		if err == nil {
 			return rev, nil

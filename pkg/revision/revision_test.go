@@ -47,7 +47,7 @@ func withAnno(k, v string) appMod {
 
 func revOf(t *testing.T, app *v1beta1.Application, n int64) *v1beta1.ApplicationRevision {
 	t.Helper()
-	h, err := Hash(app, Definitions{})
+	h, err := Hash(app, Definitions{}, nil)
 	require.NoError(t, err)
 	return Snapshot(app, Definitions{}, n, h)
 }
@@ -89,15 +89,15 @@ func TestHashCoversDefinitions(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "webservice", ResourceVersion: "2"},
 		Spec:       v1beta1.ComponentDefinitionSpec{Schematic: &common.Schematic{CUE: &common.CUE{Template: "output: {}"}}},
 	}))
-	h1, err := Hash(app, d1)
+	h1, err := Hash(app, d1, nil)
 	require.NoError(t, err)
-	h2, err := Hash(app, d2)
+	h2, err := Hash(app, d2, nil)
 	require.NoError(t, err)
 	assert.Equal(t, h1, h2, "server-set metadata must not change the hash")
 	assert.Empty(t, d1.Components["webservice"].ResourceVersion, "snapshots keep no server-set metadata")
 
 	d2.Components["webservice"].Spec.Schematic.CUE.Template = "output: {kind: \"Deployment\"}"
-	h3, err := Hash(app, d2)
+	h3, err := Hash(app, d2, nil)
 	require.NoError(t, err)
 	assert.NotEqual(t, h1, h3, "a definition edit changes the hash")
 }
@@ -264,7 +264,7 @@ func TestRecorderAndSource(t *testing.T) {
 	require.Contains(t, defs.WorkflowSteps, "apply-component")
 
 	app := newApp()
-	h, err := Hash(app, defs)
+	h, err := Hash(app, defs, nil)
 	require.NoError(t, err)
 	rev := Snapshot(app, defs, 3, h)
 	assert.Equal(t, "shop-v3", rev.Name)
