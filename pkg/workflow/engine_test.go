@@ -31,6 +31,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/testing/envtest"
 )
@@ -501,6 +502,30 @@ func TestRetryLimit(t *testing.T) {
 	assert.Equal(t, wftypes.StatusReasonFailedAfterRetries, res.Status.Steps[0].Reason)
 	assert.Contains(t, res.Status.Steps[0].Message, "connection refused")
 	assert.LessOrEqual(t, passes, testMaxRetries+2)
+}
+
+// TestHelmReleaseInProgressWaits: a component whose Helm release is held
+// by another operation (a pending-* left by a controller killed mid-install,
+// found by the fault suite) waits for it, however many passes that takes,
+// instead of spending the step's retries and failing the workflow for good.
+func TestHelmReleaseInProgressWaits(t *testing.T) {
+	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{applyStep("chart", "a")}}
+	h := newHarness(t, wf, Options{}, comps("a")...)
+	var held atomic.Bool
+	held.Store(true)
+	h.deployer.applyErr = func(string) error {
+		if held.Load() {
+			return fmt.Errorf("HelmRelease default/a: release default/a is pending-install (revision 1, 5s old; recovery after 5m0s): %w", helmspec.ErrOperationInProgress)
+		}
+		return nil
+	}
+	for range testMaxRetries + 3 {
+		res := h.pass()
+		require.False(t, res.Status.Finished, "the step waits: %s", res.Status.Message)
+	}
+	held.Store(false)
+	res := h.until(30*time.Second, finished)
+	assert.Equal(t, wfv1alpha1.WorkflowStateSucceeded, res.Status.Status)
 }
 
 func TestTerminalApplyErrorFailsAtOnce(t *testing.T) {

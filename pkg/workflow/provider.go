@@ -315,6 +315,13 @@ func applyOne(ctx context.Context, run *runValues, comp Component, p componentPa
 	}
 	for _, b := range render.Batches(res) {
 		if err := run.deployer.Apply(ctx, b.Cluster, b.Objects); err != nil {
+			if errors.Is(err, helmspec.ErrOperationInProgress) {
+				// A Helm release held by another operation (or by a
+				// controller that died during one, until package helm
+				// recovers it): wait, as the helm-install step does,
+				// rather than spend the step's retries.
+				return applied{waiting: fmt.Sprintf("applying component %q: %v", req.Name, err)}, nil
+			}
 			noteFailedApply(ctx, run, req, res, err)
 			if errclass.IsTerminal(err) {
 				return applied{}, fail(ctx, rt, fmt.Sprintf("applying component %q: %v", req.Name, err))
