@@ -196,3 +196,24 @@ func (p *parser) defaultWorkflow() *Workflow {
 	}
 	return wf
 }
+
+// StepContext is the CUE `context` of workflow step templates beyond name
+// and namespace, for revision rev (number n): the controller runs steps
+// with it and diff renders them with it.
+func (af *AppFile) StepContext(rev string, n int64) map[string]any {
+	labels := map[string]any{}
+	for k, v := range af.Labels {
+		labels[k] = v
+	}
+	annos := map[string]any{}
+	for k, v := range af.Annotations {
+		annos[k] = v
+	}
+	return map[string]any{
+		"appName":        af.Name,
+		"appRevision":    rev,
+		"appRevisionNum": n,
+		"appLabels":      labels,
+		"appAnnotations": annos,
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"cuelang.org/go/cue"
 	"github.com/go-logr/logr"
 	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
 	"github.com/spf13/cobra"
@@ -86,10 +87,13 @@ validates it, then rendered as the controller renders it, in the order of
 its workflow's steps: each deploy and apply-component step (and the object
 of each apply-object step, on its cluster), topology and override policies
 per target cluster; only the steps there are (a workflow of apply-object
-steps deploys no component). A step of another type whose definition
-writes (kube.#Apply, helm.#Install..., as helm-install or a custom step)
-is not run: it is listed as "? not planned", and an object a step applied
-that the plan no longer has is not judged then. A step with an if
+steps deploys no component). A step of another type whose only writing
+action is kube.#Apply (a custom step, KubeVela's apply-deployment) is
+evaluated with its properties and the workflow's context, and each object
+it applies that is known then is planned as apply-object's. A step that
+writes otherwise (helm.#Install..., as helm-install) or applies what only
+running it tells is not run: it is listed as "? not planned", and an
+object a step applied that the plan no longer has is not judged then. A step with an if
 condition is planned too; its changes
 say whether the condition holds on the live Application's status from its
 last run, "depends on S" when it reads a step S that status does not have,
@@ -505,8 +509,17 @@ func (o *diffOptions) renderAs(ctx context.Context, hub client.Client, reg *mult
 		}
 		p, ok := byStep[st.Name]
 		if !ok {
-			if why := unplannedStep(ctx, st); why != "" {
+			objs, why := planStep(ctx, af, st, rev, n)
+			if why != "" {
 				di.notPlanned = append(di.notPlanned, notPlannedStep{Step: st.Name, Type: st.Type, Message: why})
+				continue
+			}
+			for _, o := range objs {
+				ci, err := stepObjectItem(af, st, o.value, o.cluster, rev, conds[st.Name])
+				if err != nil {
+					return nil, err
+				}
+				add(ci.cluster, ci.item)
 			}
 			continue
 		}
@@ -574,35 +587,116 @@ func writingAction(sel string) bool {
 	return false
 }
 
-// unplannedStep says why st, a step diff does not plan (neither deploy,
-// apply-component nor apply-object), is listed as not planned: its
-// definition uses a provider action that writes (kube.#Apply,
-// helm.#Install...), or cannot be read to tell. "" for a step that only
-// waits, reads or calls out (suspend, step-group, read-object, webhook,
-// print-message-in-status...).
-func unplannedStep(ctx context.Context, st *appfile.WorkflowStep) string {
+// stepObject is an object a step's kube.#Apply action applies.
+type stepObject struct {
+	value   map[string]any
+	cluster string
+}
+
+// planStep plans st, a step diff does not know by its type (neither
+// deploy, apply-component nor apply-object): when its definition's only
+// writing actions are kube.#Apply (op.#Apply), the template is evaluated
+// with the step's properties and the workflow's context, and each apply
+// whose object and cluster are then known is planned as apply-object's
+// is (the objects, in no particular order). Otherwise why says why the
+// step is not planned; "" with no objects for a step that only waits,
+// reads or calls out (suspend, step-group, read-object, webhook...).
+func planStep(ctx context.Context, af *appfile.AppFile, st *appfile.WorkflowStep, rev string, n int64) (objs []stepObject, why string) {
 	if st.Type == appfile.StepTypeSuspend || st.Type == appfile.StepTypeStepGroup {
-		return ""
+		return nil, ""
 	}
 	d, err := st.Definition(ctx)
 	if err != nil || d == nil {
-		return "its definition could not be read to tell what it applies"
+		return nil, "its definition could not be read to tell what it applies"
 	}
-	t, err := cuex.NewEngine().Compile(cuex.Source{Kind: "workflow-step", Name: st.Type}, d.Template())
+	eng := cuex.NewEngine()
+	t, err := eng.Compile(cuex.Source{Kind: "workflow-step", Name: st.Type}, d.Template())
 	if err != nil {
-		return "its definition does not compile: " + err.Error()
+		return nil, "its definition does not compile: " + err.Error()
 	}
-	var writes []string
+	var writes, others []string
 	for _, a := range t.Actions() {
 		_, sel, _ := strings.Cut(a, ".")
-		if writingAction(sel) && !slices.Contains(writes, a) {
-			writes = append(writes, a)
+		if !writingAction(sel) || slices.Contains(writes, a) {
+			continue
+		}
+		writes = append(writes, a)
+		if sel != "#Apply" {
+			others = append(others, a)
 		}
 	}
 	if len(writes) == 0 {
-		return ""
+		return nil, ""
 	}
-	return "applies at run time (" + strings.Join(writes, ", ") + "); diff does not run it, so what it applies is not compared"
+	notRun := "applies at run time (" + strings.Join(writes, ", ") + "); diff does not run it, so what it applies is not compared"
+	if len(others) > 0 {
+		return nil, notRun
+	}
+	wctx := af.StepContext(rev, n)
+	wctx["name"], wctx["namespace"], wctx["stepName"] = af.Name, af.Namespace, st.Name
+	props := st.Properties
+	if props == nil {
+		props = map[string]any{}
+	}
+	var unknown string
+	err = eng.Eval(ctx, t, map[string]any{"parameter": props, "context": wctx}, func(v cue.Value) error {
+		objs, unknown = kubeApplies(v, nil, 0)
+		return nil
+	})
+	switch {
+	case err != nil:
+		return nil, notRun + ": its template does not evaluate: " + oneLine(err.Error())
+	case unknown != "":
+		return nil, notRun + ": " + unknown
+	case len(objs) == 0:
+		return nil, notRun + ": no apply of it is known before it runs"
+	}
+	return objs, ""
+}
+
+// kubeApplies finds the kube.#Apply actions in v (a step template's value,
+// at path): each gives its $params.value and $params.cluster. unknown
+// says which apply's object depends on what only running the step knows
+// (another action's $returns, an input).
+func kubeApplies(v cue.Value, path []string, depth int) (objs []stepObject, unknown string) {
+	if depth > 16 || v.IncompleteKind() != cue.StructKind {
+		return nil, ""
+	}
+	do, _ := v.LookupPath(cue.ParsePath("#do")).String()
+	prov, _ := v.LookupPath(cue.ParsePath("#provider")).String()
+	if prov == "kube" && do == "apply" {
+		at := strings.Join(path, ".")
+		params := v.LookupPath(cue.ParsePath("$params"))
+		val := params.LookupPath(cue.ParsePath("value"))
+		if err := val.Validate(cue.Concrete(true)); err != nil {
+			return nil, fmt.Sprintf("the object %s applies is known only when the step runs", at)
+		}
+		var obj map[string]any
+		if err := val.Decode(&obj); err != nil {
+			return nil, fmt.Sprintf("the object %s applies: %v", at, err)
+		}
+		cl, err := params.LookupPath(cue.ParsePath("cluster")).String()
+		if err != nil {
+			return nil, fmt.Sprintf("the cluster %s applies to is known only when the step runs", at)
+		}
+		return []stepObject{{value: obj, cluster: cl}}, ""
+	}
+	it, err := v.Fields()
+	if err != nil {
+		return nil, ""
+	}
+	for it.Next() {
+		name := it.Selector().String()
+		if depth == 0 && (name == "parameter" || name == "context") {
+			continue
+		}
+		o, u := kubeApplies(it.Value(), append(slices.Clone(path), name), depth+1)
+		if u != "" {
+			return nil, u
+		}
+		objs = append(objs, o...)
+	}
+	return objs, ""
 }
 
 // stepTypeApplyObject is the built-in step applying properties.value to
@@ -624,9 +718,16 @@ func applyObjectItem(af *appfile.AppFile, st *appfile.WorkflowStep, rev, cond st
 	if !ok {
 		return clusterItem{}, userErrorf("workflow step %q (apply-object): properties.value: expected an object (apiVersion, kind, metadata...)", st.Name)
 	}
+	cl, _ := st.Properties["cluster"].(string)
+	return stepObjectItem(af, st, v, cl, rev, cond)
+}
+
+// stepObjectItem is the object v a step applies to cluster through the
+// workflow's kube provider, as it applies it (see applyObjectItem).
+func stepObjectItem(af *appfile.AppFile, st *appfile.WorkflowStep, v map[string]any, cl, rev, cond string) (clusterItem, error) {
 	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(v)}
 	if obj.GetKind() == "" || obj.GetAPIVersion() == "" || obj.GetName() == "" {
-		return clusterItem{}, userErrorf("workflow step %q (apply-object): properties.value: expected apiVersion, kind and metadata.name", st.Name)
+		return clusterItem{}, userErrorf("workflow step %q (%s): the object it applies: expected apiVersion, kind and metadata.name", st.Name, st.Type)
 	}
 	if obj.GetNamespace() == "" {
 		obj.SetNamespace(af.Namespace)
@@ -637,7 +738,6 @@ func applyObjectItem(af *appfile.AppFile, st *appfile.WorkflowStep, rev, cond st
 	}
 	labels[v1beta1.LabelAppName], labels[v1beta1.LabelAppNamespace], labels[v1beta1.LabelAppRevision] = af.Name, af.Namespace, rev
 	obj.SetLabels(labels)
-	cl, _ := st.Properties["cluster"].(string)
 	if multicluster.IsLocal(cl) {
 		cl = v1beta1.ClusterLocal
 	}

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -857,10 +858,48 @@ metadata:
   labels: {app.oam.dev/name: shop, app.oam.dev/namespace: default}
 data: {a: b}
 `
+	const customStep = `import "vela/kube"
+
+"config-note": {
+	type:        "workflow-step"
+	description: "Apply a ConfigMap naming the revision"
+	annotations: {}
+	labels: {}
+}
+template: {
+	apply: kube.#Apply & {
+		$params: {
+			value: {
+				apiVersion: "v1"
+				kind:       "ConfigMap"
+				metadata: name: parameter.name
+				data: revision:  context.appRevision
+			}
+			cluster: parameter.cluster
+		}
+	}
+	parameter: {
+		name:    string
+		cluster: *"" | string
+	}
+}
+`
+	const custom = `      - name: custom
+        type: config-note
+        properties: {name: noted}
+`
+	const releaseNote = `      - name: note
+        type: release-note
+        properties: {component: web}
+`
+	noteDef, err := os.ReadFile(filepath.Join("..", "..", "examples", "custom-definition", "defs", "release-note.cue"))
+	require.NoError(t, err)
 	cases := []struct {
 		reason string
 		steps  string
-		live   string
+		// defs is a file of CUE definitions given with -f too.
+		defs string
+		live string
 		// ordered must appear in this order.
 		ordered []string
 		absent  []string
@@ -884,12 +923,25 @@ data: {a: b}
 			steps: deploy + install, live: legacy,
 			ordered: []string{"? not compared ConfigMap default/legacy", "unless step install (not planned) applies it again"},
 			absent:  []string{"delete (GC)"}},
+		{reason: "a custom step applying with kube.#Apply what its properties and context say: planned, in step order",
+			steps: object("first") + custom + deploy, defs: customStep,
+			ordered: []string{"+ create ConfigMap default/first (step first)", "+ create ConfigMap default/noted (step custom)", "revision: shop-v1",
+				"+ create Deployment default/web (component web, step deploy)"},
+			absent: []string{"not planned"}},
+		{reason: "a custom step applying what it read at run time: not planned, saying why",
+			steps: deploy + releaseNote, defs: string(noteDef),
+			ordered: []string{"+ create Deployment default/web", "? not planned: step note (type release-note) applies at run time (kube.#Apply)",
+				"no apply of it is known before it runs"}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			f := writeFile(t, dir, fmt.Sprintf("app-%d.yaml", i), head+tc.steps)
 			liveFile := writeFile(t, dir, fmt.Sprintf("live-%d.yaml", i), tc.live)
-			out, errOut, code := runOamflow(t, "diff", "--offline", "-n", "default", "-f", f, "--live", liveFile)
+			args := []string{"diff", "--offline", "-n", "default", "-f", f, "--live", liveFile}
+			if tc.defs != "" {
+				args = append(args, "-f", writeFile(t, dir, fmt.Sprintf("defs-%d.cue", i), tc.defs))
+			}
+			out, errOut, code := runOamflow(t, args...)
 			assert.Equal(t, ExitDiffChanges, code, out+errOut)
 			rest := out
 			for _, s := range tc.ordered {

@@ -389,7 +389,7 @@ func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) (next, error) {
 		Status:    st,
 		Templates: stepTemplates(s.af),
 		Deployer:  r.deployer(s),
-		Context:   stepContext(s.af, s.rev.Name, s.revNum),
+		Context:   s.af.StepContext(s.rev.Name, s.revNum),
 	})
 	if err != nil {
 		setWorkflowCondition(app, err)
@@ -642,25 +642,5 @@ func stepTemplates(af *appfile.AppFile) workflow.TemplateSource {
 			}
 		}
 		return "", nil
-	}
-}
-
-// stepContext is the CUE `context` of step templates beyond name and
-// namespace.
-func stepContext(af *appfile.AppFile, rev string, n int64) map[string]any {
-	labels := map[string]any{}
-	for k, v := range af.Labels {
-		labels[k] = v
-	}
-	annos := map[string]any{}
-	for k, v := range af.Annotations {
-		annos[k] = v
-	}
-	return map[string]any{
-		"appName":        af.Name,
-		"appRevision":    rev,
-		"appRevisionNum": n,
-		"appLabels":      labels,
-		"appAnnotations": annos,
 	}
 }
