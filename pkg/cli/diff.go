@@ -126,7 +126,8 @@ to a sharer.
 Per cluster:
   + create           the object does not exist yet
   ~ update           unified diff of the YAML (sorted keys), live → applied
-  - delete (GC)      garbage collection would delete it (or: orphan, hand over)
+  - delete (GC)      garbage collection would delete it (or hand it over)
+  - orphan (GC)      garbage collection would release it, kept on the cluster
   = unchanged        counted; listed with -v (also: kept by garbage collection)
   ! conflict         another Application or manager owns it: up would refuse it
   ? unknown          the cluster could not be reached, with the error
@@ -1213,7 +1214,11 @@ func writeDiffReport(out io.Writer, rep *diffReport, format string, verbose bool
 				fmt.Fprintf(&b, "  ~ update %s\n", what)
 			case actionDelete:
 				verb := "delete (GC)"
-				if od.GC != "" && od.GC != string(resourcekeeper.GCActionDelete) {
+				switch {
+				case od.GC == string(resourcekeeper.GCActionOrphan):
+					// Kept on the cluster, released by the Application.
+					verb = "orphan (GC)"
+				case od.GC != "" && od.GC != string(resourcekeeper.GCActionDelete):
 					verb += " " + od.GC
 				}
 				fmt.Fprintf(&b, "  - %s %s\n", verb, what)

@@ -296,7 +296,7 @@ func TestDiffAgainstAPIServers(t *testing.T) {
 		out, code := e.diff(t, diffApp(diffAppOpts{mode: "a", noConfig: true,
 			gc: `{rules: [{selector: {resourceTypes: [ConfigMap]}, propagation: orphan}]}`}))
 		assert.Equal(t, ExitDiffChanges, code, out)
-		assert.Contains(t, out, "- delete (GC) orphan ConfigMap default/settings (component config)")
+		assert.Contains(t, out, "- orphan (GC) ConfigMap default/settings (component config)")
 		assert.Contains(t, out, "- delete (GC) Secret default/creds (component config)")
 	})
 
@@ -312,8 +312,8 @@ func TestDiffAgainstAPIServers(t *testing.T) {
 		}()
 		out, code := e.diff(t, diffApp(diffAppOpts{mode: "a", noConfig: true}))
 		assert.Equal(t, ExitDiffChanges, code, out)
-		assert.Contains(t, out, "- delete (GC) orphan Secret default/creds (component config)")
-		assert.Contains(t, out, "- delete (GC) orphan ConfigMap default/settings (component config)")
+		assert.Contains(t, out, "- orphan (GC) Secret default/creds (component config)")
+		assert.Contains(t, out, "- orphan (GC) ConfigMap default/settings (component config)")
 	})
 
 	t.Run("an unreachable member is unknown, exit 2 unless ignored", func(t *testing.T) {
