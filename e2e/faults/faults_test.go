@@ -383,6 +383,11 @@ func (ctl *controller) start(t *testing.T) {
 	t.Helper()
 	args := []string{"--kubeconfig=" + ctl.kubeconfig, "--webhook=false", "--leader-elect=false",
 		"--metrics-bind-address=127.0.0.1:" + freePort(t), "--health-probe-bind-address=127.0.0.1:" + freePort(t),
+		// An Application whose reconciles kept failing during the faults
+		// waits out controller-runtime's per-item backoff (up to 1000 s);
+		// the resync is what bounds how long it stays untouched after
+		// the faults stop, as it does for users.
+		"--resync-period=1m",
 		"--unhealthy-requeue-period=2s", "--chart-root=" + filepath.Join(repoRoot(t), "charts", "testdata")}
 	ctl.cmd = exec.Command(ctl.bin, args...)
 	ctl.cmd.Env = append(os.Environ(), inject.EnvVar+"="+ctl.inject)
