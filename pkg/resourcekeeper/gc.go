@@ -17,6 +17,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/observed"
 )
 
 // outcome of collecting one tracked object.
@@ -59,7 +60,14 @@ var ownershipLabels = []string{
 // done is false while deletions are still in progress (call again later).
 // With continueOnFailure, a failing object does not stop the others; the
 // errors are joined either way.
+//
+// Every read of a collection goes to the API server, even under
+// observed.WithCachedReads: what is deleted is decided from the trackers
+// and objects as they are, never from a cache that may not have seen the
+// current revision's tracker yet (which would make everything older
+// revisions also tracked look dropped).
 func (k *Keeper) GarbageCollect(ctx context.Context) (done bool, err error) {
+	ctx = observed.Direct(ctx)
 	hub, err := k.hub(ctx)
 	if err != nil {
 		return false, err
