@@ -55,14 +55,18 @@ func SelectionOf(rev *v1beta1.ApplicationRevision) (placement.Selection, bool, e
 }
 
 // RecordSelection records sel on an existing revision (one made before
-// selections were recorded), with a metadata patch.
+// selections were recorded), with a metadata patch. Only rev's metadata
+// takes the API server's answer: its spec stays as it was read (decoded;
+// the stored one may be compressed, as KubeVela writes it), for the
+// reconcile goes on rendering from it.
 func (m *Manager) RecordSelection(ctx context.Context, rev *v1beta1.ApplicationRevision, sel placement.Selection) error {
-	base := rev.DeepCopy()
-	if err := SetSelection(rev, sel); err != nil {
+	patched := rev.DeepCopy()
+	if err := SetSelection(patched, sel); err != nil {
 		return err
 	}
-	if err := m.writer.Patch(ctx, rev, client.MergeFrom(base)); err != nil {
+	if err := m.writer.Patch(ctx, patched, client.MergeFrom(rev)); err != nil {
 		return fmt.Errorf("recording the placement of ApplicationRevision %s/%s: %w", rev.Namespace, rev.Name, err)
 	}
+	rev.ObjectMeta = patched.ObjectMeta
 	return nil
 }
