@@ -33,17 +33,8 @@ func TestPlacementFollowsTheFleet(t *testing.T) {
 	require.NoError(t, ignoreExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "oamflow-system"}})))
 	ns := "fleet"
 	require.NoError(t, ignoreExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
-	join := func(name string, m *envtest.Environment, labels map[string]string) *corev1.Secret {
-		s, err := multicluster.NewClusterSecret("oamflow-system", name, multicluster.Credentials{
-			Endpoint: m.Config.Host, CAData: m.Config.CAData, CertData: m.Config.CertData, KeyData: m.Config.KeyData,
-		}, labels, multicluster.ClientSettings{})
-		require.NoError(t, err)
-		require.NoError(t, c.Create(ctx, s))
-		t.Cleanup(func() { _ = c.Delete(ctx, s) })
-		return s
-	}
-	eastSecret := join("fleet-east", east, map[string]string{"fleet-test": "yes"})
-	westSecret := join("fleet-west", west, nil)
+	eastSecret := joinMember(t, "fleet-east", east, map[string]string{"fleet-test": "yes"})
+	westSecret := joinMember(t, "fleet-west", west, nil)
 	relabel := func(s *corev1.Secret, mod func(*corev1.Secret)) {
 		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(s), s))
 		base := s.DeepCopy()
@@ -118,6 +109,20 @@ workflow:
 	require.Eventually(t, func() bool {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(app), &v1beta1.Application{}))
 	}, 60*time.Second, 200*time.Millisecond)
+}
+
+// joinMember registers m as member cluster name (a cluster Secret in
+// oamflow-system, removed when the test ends) and returns the Secret.
+func joinMember(t *testing.T, name string, m *envtest.Environment, labels map[string]string) *corev1.Secret {
+	t.Helper()
+	ctx := context.Background()
+	s, err := multicluster.NewClusterSecret("oamflow-system", name, multicluster.Credentials{
+		Endpoint: m.Config.Host, CAData: m.Config.CAData, CertData: m.Config.CertData, KeyData: m.Config.KeyData,
+	}, labels, multicluster.ClientSettings{})
+	require.NoError(t, err)
+	require.NoError(t, env.Client.Create(ctx, s))
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, s) })
+	return s
 }
 
 // waitRevision waits until app runs revision rev.

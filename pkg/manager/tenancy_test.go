@@ -28,7 +28,6 @@ import (
 	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 	"github.com/oamflow/oamflow/pkg/localcluster"
 	"github.com/oamflow/oamflow/pkg/manager"
-	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/testing/envtest"
 )
 
@@ -523,12 +522,7 @@ func TestKubeActionsHonourCluster(t *testing.T) {
 	c := env.Client
 	member := envtest.New(t)
 	require.NoError(t, ignoreExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "oamflow-system"}})))
-	secret, err := multicluster.NewClusterSecret("oamflow-system", "member-1", multicluster.Credentials{
-		Endpoint: member.Config.Host, CAData: member.Config.CAData, CertData: member.Config.CertData, KeyData: member.Config.KeyData,
-	}, nil, multicluster.ClientSettings{})
-	require.NoError(t, err)
-	require.NoError(t, c.Create(ctx, secret))
-	t.Cleanup(func() { _ = c.Delete(ctx, secret) })
+	joinMember(t, "member-1", member, nil)
 	ns := "kube-cluster"
 	require.NoError(t, ignoreExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
 	require.NoError(t, member.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
