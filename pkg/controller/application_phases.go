@@ -134,12 +134,21 @@ func (r *Reconciler) selection(ctx context.Context, af *appfile.AppFile) (placem
 // selection the revision goes on with otherwise. Unreachable members are
 // still selected: only the registry's labels count. A pinned
 // publishVersion, or a registry that cannot be read now, keeps the
-// revision as it is. A revision made before selections were recorded is
-// given the current one, once.
+// revision as it is. A revision made before selections were recorded, or
+// whose record cannot be read, is given the current one, once.
 func (r *Reconciler) fleetMoved(ctx context.Context, s *scope, af *appfile.AppFile, why string) (placement.Selection, bool) {
-	recorded, ok, err := revision.SelectionOf(s.latest)
-	if err != nil || why == revision.ReasonPublishVersionPinned {
+	if why == revision.ReasonPublishVersionPinned {
+		recorded, _, _ := revision.SelectionOf(s.latest)
 		return recorded, false
+	}
+	recorded, ok, err := revision.SelectionOf(s.latest)
+	if err != nil {
+		// An unreadable record (edited by hand) is replaced by the
+		// current selection, as one made before selections were
+		// recorded; left as it is, the Application would never follow
+		// the fleet again.
+		s.log.Error(err, "the placement recorded on the latest revision cannot be read; recording the current one")
+		ok = false
 	}
 	now, err := r.selection(ctx, af)
 	if err != nil {
