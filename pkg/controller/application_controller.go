@@ -353,9 +353,10 @@ type scope struct {
 	// restart: the user asked to restart the workflow (prepare).
 	restart bool
 
-	// parse: the latest revision before this reconcile, whether the app was
-	// parsed against the live definitions and why, the parsed app and the
-	// definitions it used.
+	// parse: the latest revision before this reconcile, whether a new
+	// revision may be made (live: the app was parsed against the live
+	// definitions, or the fleet moved under its label selectors) and why,
+	// the parsed app and the definitions it used.
 	latest *v1beta1.ApplicationRevision
 	live   bool
 	why    string

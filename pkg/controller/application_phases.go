@@ -75,16 +75,19 @@ func (r *Reconciler) parse(ctx context.Context, s *scope) (next, error) {
 			return proceed, err
 		}
 		sel, moved := r.fleetMoved(ctx, s, af, why)
+		s.af, s.defs, s.selection = af, revision.FromRevision(s.latest), sel
 		if !moved {
-			s.af, s.defs, s.selection = af, revision.FromRevision(s.latest), sel
 			setParsedCondition(app, "rendering revision "+s.latest.Name, nil)
 			return proceed, nil
 		}
-		// The fleet changed under a label selector: the Application is
-		// parsed again and deployed to the new set, as if it had been
-		// edited (a new revision, a new run, then garbage collection of
-		// what a member that left no longer gets).
+		// The fleet changed under a label selector: a new revision is made
+		// of the same spec and definitions for the new set (a new run,
+		// then garbage collection of what a member that left no longer
+		// gets). Definitions changed or deleted since are not picked up:
+		// the spec did not change, so the app keeps its snapshot.
 		s.live, s.why = true, revision.ReasonPlacementChanged
+		setParsedCondition(app, "rendering revision "+s.latest.Name+" for a new placement", nil)
+		return proceed, nil
 	}
 	rec := revision.NewRecorder(r.sources.Source(app))
 	af, warnings, err := r.validator.Validate(ctx, app, rec, r.clusters())
