@@ -10,6 +10,6 @@ func runProfile() profile {
 		apps: 10, kills: 5, apiserverRestarts: 1, memberOutages: 1,
 		outageMin: 30 * time.Second, outageMax: 31 * time.Second,
 		gapMin: 2 * time.Second, gapMax: 5 * time.Second,
-		writeFaults: 0.05, watchDelays: 0.2, converge: 4 * time.Minute,
+		writeFaults: 0.05, watchDelays: 0.2, converge: 6 * time.Minute,
 	}
 }
