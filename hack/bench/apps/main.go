@@ -26,6 +26,15 @@
 //	go run ./hack/bench/apps -apps 200 -v          # controller log tail on failure, progress lines
 //	go run ./hack/bench/apps -controller bin/oamflow-controller -controller-args=--concurrent-reconciles=8
 //	go run ./hack/bench/apps -apps 200 -profile /tmp/prof  # pprof CPU and heap profiles of the controller
+//	go run ./hack/bench/apps -apps 2000 -shards 2  # a master and shards shard-0, shard-1 (issue 23)
+//
+// With -shards N the benchmark runs N+1 controller processes as the
+// chart's sharding does (--enable-sharding --leader-elect): the master
+// (webhook off, so its scheduler loop labels each new Application with a
+// shard, round-robin over shard-0 … shard-N-1) and one process per shard.
+// CPU and request counts are summed over the processes; peak RSS,
+// CPU and the Applications reconciled are also reported per process, and
+// the balance of the assignment (Applications labelled per shard).
 //
 // Targets (issue 5): 1,000 Applications running in < 5 minutes, controller
 // RSS < 500 MiB, 0 writes on a no-op resync.
@@ -39,6 +48,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -75,6 +85,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/cli"
 	"github.com/oamflow/oamflow/pkg/localcluster"
 	"github.com/oamflow/oamflow/pkg/manager"
+	"github.com/oamflow/oamflow/pkg/sharding"
 )
 
 // benchNamespace holds the Applications.
@@ -113,6 +124,8 @@ type config struct {
 	// load) and heap.pprof (when all are running) there.
 	profileDir string
 	cpuSeconds int
+	// shards > 0 runs a master and that many shard processes.
+	shards int
 }
 
 func main() {
@@ -128,10 +141,15 @@ func main() {
 	keep := flag.Bool("keep", false, "leave the last cluster and controller running (prints the state directory) for inspection")
 	profile := flag.String("profile", "", "folder for pprof profiles: runs ./hack/bench/apps/profiled (the controller with /debug/pprof) instead of the binary and saves <apps>-cpu.pprof and <apps>-heap.pprof")
 	cpuSeconds := flag.Int("profile-cpu-seconds", 60, "length of the CPU profile, from the first create")
+	shards := flag.Int("shards", 0, "run the controller sharded: a master (it schedules) and this many shards shard-0 … (0: one controller, no sharding)")
 	flag.Parse()
 
 	c := config{nodes: *nodes, controller: *ctrlBin, resync: *resync, timeout: *timeout, creators: *creators, verbose: *verbose, keep: *keep,
-		profileDir: *profile, cpuSeconds: *cpuSeconds}
+		profileDir: *profile, cpuSeconds: *cpuSeconds, shards: *shards}
+	if c.shards > 0 && c.profileDir != "" {
+		fmt.Fprintln(os.Stderr, "error: -profile profiles one controller; it cannot be combined with -shards")
+		os.Exit(1)
+	}
 	for _, s := range strings.Split(*counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -210,6 +228,10 @@ type result struct {
 	// VmHWM at the end.
 	cpuRunning, cpuTotal time.Duration
 	rssPeakKiB           int64
+	// procs are the figures of each controller process (one without
+	// sharding); shardApps counts the Applications labelled per shard.
+	procs     []procFigures
+	shardApps map[string]int
 	// ctrlRun/apiRun: requests until all running; ctrlResync/apiResync: in
 	// the resync window. Keys are the HTTP method (controller) or
 	// "VERB resource" (apiserver).
@@ -268,11 +290,11 @@ func measure(ctx context.Context, c config, n int, keep bool, errOut io.Writer) 
 		return r, fmt.Errorf("creating namespace %s: %w", benchNamespace, err)
 	}
 
-	proc, err := startController(c, home, kubeconfig)
+	proc, err := startControllers(c, home, kubeconfig)
+	r.controllerLog = proc.logs()
 	if err != nil {
 		return r, err
 	}
-	r.controllerLog = proc.log
 	if !keep {
 		defer proc.stop()
 	}
@@ -301,7 +323,7 @@ func measure(ctx context.Context, c config, n int, keep bool, errOut io.Writer) 
 	}
 
 	if c.profileDir != "" {
-		go proc.save(fmt.Sprintf("/debug/pprof/profile?seconds=%d", c.cpuSeconds), filepath.Join(c.profileDir, fmt.Sprintf("%d-cpu.pprof", n)), errOut)
+		go proc.procs[0].save(fmt.Sprintf("/debug/pprof/profile?seconds=%d", c.cpuSeconds), filepath.Join(c.profileDir, fmt.Sprintf("%d-cpu.pprof", n)), errOut)
 	}
 	start := time.Now()
 	w.start(start)
@@ -322,7 +344,7 @@ wait:
 		case <-ctx.Done():
 			return r, ctx.Err()
 		case <-proc.exited:
-			return r, fmt.Errorf("the controller exited: %w", proc.err)
+			return r, fmt.Errorf("a controller exited: %w", proc.err())
 		case <-deadline.C:
 			return r, fmt.Errorf("not all running after %s: %s", c.timeout, w.summary())
 		case <-tick.C:
@@ -333,10 +355,10 @@ wait:
 	}
 	r.allRunning = w.lastRunning.Sub(start)
 	if c.profileDir != "" {
-		proc.save("/debug/pprof/heap", filepath.Join(c.profileDir, fmt.Sprintf("%d-heap.pprof", n)), errOut)
+		proc.procs[0].save("/debug/pprof/heap", filepath.Join(c.profileDir, fmt.Sprintf("%d-heap.pprof", n)), errOut)
 	}
 	r.latencies = w.latencies()
-	if r.cpuRunning, err = localcluster.CPUTime(proc.pid()); err != nil {
+	if r.cpuRunning, err = proc.cpu(); err != nil {
 		return r, err
 	}
 	api1, err := apiserverRequests(ctx, kube)
@@ -396,11 +418,19 @@ wait:
 	r.resyncReconciles = ctrlB.reconciles - ctrlA.reconciles
 	r.ctrlResync = delta(ctrlB.requests, ctrlA.requests)
 	r.apiResync = delta(apiB, apiA)
-	if r.cpuTotal, err = localcluster.CPUTime(proc.pid()); err != nil {
+	if r.cpuTotal, err = proc.cpu(); err != nil {
 		return r, err
 	}
-	if r.rssPeakKiB, err = peakRSS(proc.pid()); err != nil {
+	if r.procs, err = proc.figures(); err != nil {
 		return r, err
+	}
+	for _, f := range r.procs {
+		r.rssPeakKiB = max(r.rssPeakKiB, f.rssPeakKiB)
+	}
+	if c.shards > 0 {
+		if r.shardApps, err = countShards(ctx, cl); err != nil {
+			return r, err
+		}
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		r.loadAvg = strings.Join(strings.Fields(string(b))[:3], " ")
@@ -421,6 +451,7 @@ func install(kubeconfig string, errOut io.Writer) error {
 
 // controllerProc is the running controller binary.
 type controllerProc struct {
+	name        string
 	cmd         *exec.Cmd
 	log         string
 	metricsAddr string
@@ -431,12 +462,14 @@ type controllerProc struct {
 
 func (p *controllerProc) pid() int { return p.cmd.Process.Pid }
 
-func startController(c config, home, kubeconfig string) (*controllerProc, error) {
+// startController starts one controller process called name (its log is
+// oamflow-<name>.log in home) with extra arguments.
+func startController(c config, home, kubeconfig, name string, extra []string) (*controllerProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	p := &controllerProc{log: filepath.Join(home, "oamflow-controller.log"), metricsAddr: fmt.Sprintf("127.0.0.1:%d", port), exited: make(chan struct{})}
+	p := &controllerProc{name: name, log: filepath.Join(home, "oamflow-"+name+".log"), metricsAddr: fmt.Sprintf("127.0.0.1:%d", port), exited: make(chan struct{})}
 	f, err := os.Create(p.log)
 	if err != nil {
 		return nil, err
@@ -455,7 +488,7 @@ func startController(c config, home, kubeconfig string) (*controllerProc, error)
 		p.pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
 		args = append(args, "--pprof-bind-address", p.pprofAddr)
 	}
-	args = append(args, c.controllerArgs...)
+	args = append(append(args, extra...), c.controllerArgs...)
 	p.cmd = exec.Command(c.controller, args...)
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	if err := p.cmd.Start(); err != nil {
@@ -481,6 +514,154 @@ func startController(c config, home, kubeconfig string) (*controllerProc, error)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// controllerSet is the controller processes of one run: one, or a
+// master and its shards.
+type controllerSet struct {
+	procs  []*controllerProc
+	exited chan struct{} // closed when any process exits
+	failed *controllerProc
+}
+
+// controllerRun is one process to start: its name and extra flags.
+type controllerRun struct {
+	name string
+	args []string
+}
+
+// startControllers starts one controller, or with c.shards a master and
+// c.shards shards, as the chart's sharding runs them.
+func startControllers(c config, home, kubeconfig string) (*controllerSet, error) {
+	set := &controllerSet{exited: make(chan struct{})}
+	runs := []controllerRun{{name: "controller"}}
+	if c.shards > 0 {
+		var ids []string
+		for i := 0; i < c.shards; i++ {
+			ids = append(ids, fmt.Sprintf("shard-%d", i))
+		}
+		runs = []controllerRun{{name: "master", args: []string{"--enable-sharding", "--leader-elect", "--schedulable-shards=" + strings.Join(ids, ",")}}}
+		for _, id := range ids {
+			runs = append(runs, controllerRun{name: id, args: []string{"--enable-sharding", "--leader-elect", "--shard-id=" + id}})
+		}
+	}
+	for _, run := range runs {
+		p, err := startController(c, home, kubeconfig, run.name, run.args)
+		if p != nil {
+			set.procs = append(set.procs, p)
+		}
+		if err != nil {
+			set.stop()
+			return set, err
+		}
+	}
+	var once sync.Once
+	for _, p := range set.procs {
+		go func() {
+			<-p.exited
+			once.Do(func() { set.failed = p; close(set.exited) })
+		}()
+	}
+	return set, nil
+}
+
+func (s *controllerSet) stop() {
+	for _, p := range s.procs {
+		p.stop()
+	}
+}
+
+// logs names the processes' log files.
+func (s *controllerSet) logs() string {
+	var files []string
+	for _, p := range s.procs {
+		files = append(files, p.log)
+	}
+	return strings.Join(files, " ")
+}
+
+// err is the exit of the first process that exited.
+func (s *controllerSet) err() error {
+	if s.failed == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", s.failed.name, s.failed.err)
+}
+
+// metrics sums the processes' metrics.
+func (s *controllerSet) metrics() (metricsSnapshot, error) {
+	sum := metricsSnapshot{requests: map[string]float64{}}
+	for _, p := range s.procs {
+		m, err := p.metrics()
+		if err != nil {
+			return sum, fmt.Errorf("%s: %w", p.name, err)
+		}
+		for k, v := range m.requests {
+			sum.requests[k] += v
+		}
+		sum.reconciles += m.reconciles
+		sum.queueDepth += m.queueDepth
+	}
+	return sum, nil
+}
+
+// cpu sums the processes' CPU time.
+func (s *controllerSet) cpu() (time.Duration, error) {
+	var sum time.Duration
+	for _, p := range s.procs {
+		d, err := localcluster.CPUTime(p.pid())
+		if err != nil {
+			return sum, err
+		}
+		sum += d
+	}
+	return sum, nil
+}
+
+// procFigures are one process's figures at the end of a run.
+type procFigures struct {
+	name       string
+	cpu        time.Duration
+	rssPeakKiB int64
+	reconciles float64
+}
+
+func (s *controllerSet) figures() ([]procFigures, error) {
+	var out []procFigures
+	for _, p := range s.procs {
+		f := procFigures{name: p.name}
+		var err error
+		if f.cpu, err = localcluster.CPUTime(p.pid()); err != nil {
+			return nil, err
+		}
+		if f.rssPeakKiB, err = peakRSS(p.pid()); err != nil {
+			return nil, err
+		}
+		m, err := p.metrics()
+		if err != nil {
+			return nil, err
+		}
+		f.reconciles = m.reconciles
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// countShards counts the benchmark Applications per shard label.
+func countShards(ctx context.Context, cl client.Client) (map[string]int, error) {
+	apps := &v1beta1.ApplicationList{}
+	if err := cl.List(ctx, apps, client.InNamespace(benchNamespace)); err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, a := range apps.Items {
+		shard, ok := a.Labels[sharding.LabelScheduledShardID]
+		if !ok {
+			shard = "(none)"
+		}
+		out[shard]++
+	}
+	return out, nil
 }
 
 // save writes the pprof endpoint path of the controller to file.
@@ -799,6 +980,9 @@ func report(w io.Writer, c config, r *result) {
 	fmt.Fprintf(w, "\n== %d Applications (webservice + scaler + labels + expose, 1 replica) on 1 local cluster, %d fake nodes; %d CPUs, load average at the end %s\n",
 		r.apps, c.nodes, runtime.NumCPU(), r.loadAvg)
 	fmt.Fprintf(w, "controller: %s %s --resync-period %s\n", filepath.Base(c.controller), strings.Join(c.controllerArgs, " "), c.resync)
+	if c.shards > 0 {
+		fmt.Fprintf(w, "sharded: a master and %d shards, one process each (--enable-sharding --leader-elect)\n", c.shards)
+	}
 	fmt.Fprintln(w, "targets (1,000 apps): all running < 5m, RSS < 500 MiB, 0 writes on a no-op resync")
 	n := float64(r.apps)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -811,6 +995,12 @@ func report(w io.Writer, c config, r *result) {
 	fmt.Fprintf(tw, "controller CPU until all running\t%.1f CPU-s (%.0f ms per app)\n", r.cpuRunning.Seconds(), r.cpuRunning.Seconds()*1000/n)
 	fmt.Fprintf(tw, "controller CPU at the end\t%.1f CPU-s\n", r.cpuTotal.Seconds())
 	fmt.Fprintf(tw, "controller peak RSS (VmHWM)\t%d MiB\n", r.rssPeakKiB/1024)
+	if len(r.procs) > 1 {
+		for _, f := range r.procs {
+			fmt.Fprintf(tw, "  process %s\t%d MiB peak RSS, %.1f CPU-s, %.0f reconciles\n", f.name, f.rssPeakKiB/1024, f.cpu.Seconds(), f.reconciles)
+		}
+		fmt.Fprintf(tw, "Applications per shard\t%s\n", shardBalance(r.shardApps))
+	}
 	cr, cw := readsWrites(r.ctrlRun)
 	ar, aw := readsWrites(r.apiRun)
 	fmt.Fprintf(tw, "reconciles per app until running\t%.2f\n", r.runReconciles/n)
@@ -827,6 +1017,15 @@ func report(w io.Writer, c config, r *result) {
 	_ = tw.Flush()
 	fmt.Fprintf(w, "apiserver requests per app until running, by verb and resource (top 20):\n%s\n", table(r.apiRun, n, 20))
 	fmt.Fprintf(w, "apiserver writes in the resync window (all clients; kube-controller-manager, scheduler and kwok included):\n%s\n", table(writesOnly(r.apiResync), 1, 20))
+}
+
+// shardBalance is "shard-0=1000 shard-1=1000".
+func shardBalance(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return strings.Join(parts, " ")
 }
 
 func writesOnly(m map[string]float64) map[string]float64 {
