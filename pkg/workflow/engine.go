@@ -9,8 +9,10 @@
 // State lives in two places, so a controller restart resumes where it
 // stopped without re-running succeeded steps: the step statuses in
 // Application status.workflow, and the workflow variables (step outputs,
-// suspend timestamps) in the ConfigMap "workflow-<app>-context" in the
-// Application's namespace, owned by the Application.
+// suspend timestamps, side-effect results) in the ConfigMap
+// "workflow-<app>-context" in the Application's namespace, owned by the
+// Application. That ConfigMap is written once a step keeps something in
+// it: a workflow whose steps keep nothing has none (contextStore).
 //
 // Beyond KubeVela: every step without a timeout gets a default one, a step
 // that keeps failing fails the workflow after a retry limit, a step whose
@@ -276,9 +278,11 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 		return Result{Status: *run.Status.DeepCopy()}, nil
 	}
 	status := toRunStatus(run.Status)
+	store := &contextStore{Client: e.client, key: client.ObjectKey{Namespace: app.Namespace, Name: ContextName(app.Name)}}
 	if Started(run.Status) {
 		cm := &corev1.ConfigMap{}
-		err := e.client.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: ContextName(app.Name)}, cm)
+		err := e.client.Get(ctx, store.key, cm)
+		store.absent = apierrors.IsNotFound(err)
 		switch {
 		case err == nil:
 			status.ContextBackend = &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: app.Namespace, Name: cm.Name, UID: cm.UID}
@@ -316,8 +320,9 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 	services := &serviceCollector{}
 	rv := &runValues{deployer: run.Deployer, services: services}
 	rctx := withRun(ctx, rv)
-	// The library's context store and providers use this Engine's client.
-	rctx = context.WithValue(rctx, runClientKey{}, e.client)
+	// The library's context store and providers use this Engine's client,
+	// writing the context ConfigMap only when it holds something.
+	rctx = context.WithValue(rctx, runClientKey{}, client.Client(store))
 	clients := e.opts.Clients
 	if clients == nil {
 		clients = multicluster.HubOnly{Hub: e.client}

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -296,10 +297,8 @@ func TestDefaultWorkflowDAG(t *testing.T) {
 	h.pass()
 	assert.Equal(t, before, h.deployer.count("web"))
 
-	cm := &corev1.ConfigMap{}
-	require.NoError(t, env(t).Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: ContextName(h.app.Name)}, cm))
-	require.Len(t, cm.OwnerReferences, 1, "the workflow context belongs to the Application")
-	assert.Equal(t, h.app.UID, cm.OwnerReferences[0].UID)
+	err := env(t).Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: ContextName(h.app.Name)}, &corev1.ConfigMap{})
+	assert.True(t, apierrors.IsNotFound(err), "steps that keep nothing write no workflow context: %v", err)
 }
 
 func TestSuspendWithDurationResumesByItself(t *testing.T) {
@@ -431,6 +430,13 @@ func TestStepOutputsFeedInputs(t *testing.T) {
 	cm := &corev1.ConfigMap{}
 	require.NoError(t, env(t).Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: h.app.Name + "-b"}, cm))
 	assert.Equal(t, "a", cm.Data["upstream"], "the step input reached the component's properties")
+
+	wfc := &corev1.ConfigMap{}
+	require.NoError(t, env(t).Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: ContextName(h.app.Name)}, wfc),
+		"the workflow context keeps the output")
+	assert.Contains(t, wfc.Data["vars"], "img")
+	require.Len(t, wfc.OwnerReferences, 1, "the workflow context belongs to the Application")
+	assert.Equal(t, h.app.UID, wfc.OwnerReferences[0].UID)
 }
 
 func TestComponentOutputsFeedComponentInputs(t *testing.T) {
@@ -700,7 +706,10 @@ func TestEnginesUseTheirOwnClient(t *testing.T) {
 		engines[i], err = NewEngine(c, Options{})
 		require.NoError(t, err)
 	}
-	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{applyStep("one", "a")}}
+	// The step's output is kept in the context, so the context is written.
+	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{applyStep("one", "a", func(s *appfile.WorkflowStep) {
+		s.Outputs = oamv1alpha1.StepOutputs{{Name: "img", ValueFrom: "output.data.image"}}
+	})}}
 	for i, eng := range engines {
 		h := newHarness(t, wf, Options{}, comps("a")...)
 		h.engine = eng
