@@ -51,6 +51,7 @@ func bindFlags(fs *flag.FlagSet, o *manager.Options) {
 	fs.StringVar(&o.ChartRoot, "chart-root", d.ChartRoot, "folder of Helm charts bundled with the controller, used by helm components whose chart.source is a relative path (empty: disabled)")
 	fs.Int64Var(&o.ChartCacheBytes, "chart-cache-bytes", d.ChartCacheBytes, "bytes of fetched Helm chart archives kept in memory, keyed by digest")
 	fs.DurationVar(&o.UnhealthyRequeuePeriod, "unhealthy-requeue-period", d.UnhealthyRequeuePeriod, "how soon an unhealthy Application is checked again")
+	fs.DurationVar(&o.ClusterUnreachableAfter, "cluster-unreachable-after", d.ClusterUnreachableAfter, "how long a member cluster may stay unreachable before the components there are unhealthy (reason ClusterUnreachable); nothing is ever deleted on an unreachable member")
 	fs.IntVar(&o.Budgets.MaxComponents, appfile.FlagMaxComponents, d.Budgets.MaxComponents, "components one Application may have; more are refused by the webhook and the controller")
 	fs.IntVar(&o.Budgets.MaxTraitsPerComponent, appfile.FlagMaxTraitsPerComponent, d.Budgets.MaxTraitsPerComponent, "traits one component may have; more are refused by the webhook and the controller")
 	fs.IntVar(&o.Budgets.MaxApplicationBytes, appfile.FlagMaxApplicationBytes, d.Budgets.MaxApplicationBytes, "bytes of an Application's spec (as JSON); a larger one is refused by the webhook and the controller")

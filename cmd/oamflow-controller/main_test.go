@@ -41,7 +41,12 @@ func TestFlags(t *testing.T) {
 			assert.Equal(t, 10, o.MaxStepRetries)
 			assert.Equal(t, 10*time.Minute, o.DefaultStepTimeout)
 			assert.Equal(t, appfile.DefaultBudgets(), o.Budgets)
+			assert.Equal(t, 5*time.Minute, o.ClusterUnreachableAfter)
 		}, ""},
+		{"cluster unreachable threshold", []string{"--cluster-unreachable-after=90s"}, func(t *testing.T, o manager.Options) {
+			assert.Equal(t, 90*time.Second, o.ClusterUnreachableAfter)
+		}, ""},
+		{"no cluster unreachable threshold", []string{"--cluster-unreachable-after=0"}, nil, "--cluster-unreachable-after must be positive, got 0s"},
 		{"budgets", []string{"--max-components=20", "--max-traits-per-component=3", "--max-application-bytes=4096", "--max-rendered-objects=7"}, func(t *testing.T, o manager.Options) {
 			assert.Equal(t, appfile.Budgets{MaxComponents: 20, MaxTraitsPerComponent: 3, MaxApplicationBytes: 4096, MaxRenderedObjects: 7}, o.Budgets)
 		}, ""},

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,6 +70,11 @@ type Options struct {
 	// UnhealthyRequeue is how soon an unhealthy Application is checked
 	// again (0: 10s).
 	UnhealthyRequeue time.Duration
+	// ClusterUnreachableAfter is how long a target cluster may stay
+	// unreachable before the components there are unhealthy with reason
+	// ClusterUnreachable (0: DefaultClusterUnreachableAfter). Until then
+	// their last status stands and Ready says the health check failed.
+	ClusterUnreachableAfter time.Duration
 	// Concurrency bounds parallel reconciles; it also sizes the pool of CUE
 	// engines (0: 1).
 	Concurrency int
@@ -88,6 +94,10 @@ type Options struct {
 	// each Application's Scheduled condition. Empty: no sharding.
 	Shard string
 }
+
+// DefaultClusterUnreachableAfter is Options.ClusterUnreachableAfter's
+// default (the controller's --cluster-unreachable-after).
+const DefaultClusterUnreachableAfter = 5 * time.Minute
 
 // Option injects a dependency.
 type Option func(*Reconciler)
@@ -149,6 +159,10 @@ func WithFleetEvents(secrets cache.Cache) Option {
 	return func(r *Reconciler) { r.fleet = secrets }
 }
 
+// WithClock sets the clock that says how long a cluster has been
+// unreachable (default: the real one).
+func WithClock(c clock.PassiveClock) Option { return func(r *Reconciler) { r.clock = c } }
+
 // WithClusterResolver sets how topology policies' clusterLabelSelector is
 // resolved (default: it cannot be, and such deploy steps fail).
 func WithClusterResolver(cr placement.Resolver) Option {
@@ -179,6 +193,7 @@ type Reconciler struct {
 	// fleet is the cache of cluster Secrets watched for registry changes
 	// (WithFleetEvents; nil: none).
 	fleet cache.Cache
+	clock clock.PassiveClock
 }
 
 // New returns a Reconciler. c reads Applications and definitions (a cached
@@ -199,6 +214,9 @@ func New(c, direct client.Client, recorder record.EventRecorder, wf WorkflowRunn
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 1
 	}
+	if opts.ClusterUnreachableAfter <= 0 {
+		opts.ClusterUnreachableAfter = DefaultClusterUnreachableAfter
+	}
 	r := &Reconciler{
 		client:    c,
 		direct:    direct,
@@ -210,6 +228,7 @@ func New(c, direct client.Client, recorder record.EventRecorder, wf WorkflowRunn
 		renderer:  RendererFn(render.RenderComponent),
 		clients:   multicluster.HubOnly{Hub: direct},
 		metrics:   noMetrics{},
+		clock:     clock.RealClock{},
 	}
 	r.sources = SourceFactoryFn(func(app *v1beta1.Application) appfile.DefinitionSource {
 		return appfile.Chain(appfile.NewClusterSource(c, app.Namespace, systemNamespace), builtins)

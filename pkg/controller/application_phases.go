@@ -381,6 +381,7 @@ func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) (next, error) {
 		}
 		app.Status.Workflow = &common.WorkflowStatus{AppRevision: s.rev.Name}
 		app.Status.Services = nil
+		r.recordPlacement(ctx, s)
 		st = nil
 		s.log.Info("starting workflow", "revision", s.rev.Name, "restart", s.restart)
 	}
@@ -484,6 +485,14 @@ func (r *Reconciler) keepState(ctx context.Context, s *scope) (next, error) {
 	if err == nil {
 		return proceed, nil
 	}
+	if onlyUnreachable(err) {
+		// A member that cannot be reached cannot have drifted from what we
+		// know: the health check says how long it has been so, and the
+		// next reconcile repairs what drifted meanwhile.
+		s.log.V(1).Info("drift not checked: a target cluster is unreachable", "reason", err.Error())
+		s.requeueAfter(r.opts.UnhealthyRequeue)
+		return proceed, nil
+	}
 	s.ready.driftErr = err
 	if !errclass.IsTerminal(err) {
 		return proceed, fmt.Errorf("repairing drift: %w", err)
@@ -507,6 +516,10 @@ func (r *Reconciler) checkHealth(ctx context.Context, s *scope) (next, error) {
 		}
 		app.Status.AppliedResources = refs
 	}
+	if app.Status.Placement == nil {
+		// Deployed before status.placement was kept.
+		r.recordPlacement(ctx, s)
+	}
 	if !s.run.finished {
 		app.Status.Services = r.serviceHealth(ctx, s)
 	}
@@ -519,25 +532,98 @@ func (r *Reconciler) checkHealth(ctx context.Context, s *scope) (next, error) {
 // serviceHealth judges each service against what was deployed where it
 // runs: the deploy target's AppFile, override policies applied. A service
 // that cannot be judged keeps its last status; the error is said in Ready.
+// A cluster that cannot be reached is recorded in status.placement
+// (UnreachableSince); once it has been so for longer than
+// ClusterUnreachableAfter its services are unhealthy (ClusterUnreachable),
+// and back reachable they are judged again as usual.
 func (r *Reconciler) serviceHealth(ctx context.Context, s *scope) []common.ApplicationComponentStatus {
 	services := make([]common.ApplicationComponentStatus, 0, len(s.app.Status.Services))
+	reached, unreachable := map[string]bool{}, map[string]bool{}
+	causes := map[string]error{}
+	var down []int // services in clusters that could not be reached
 	for _, pl := range r.placements(ctx, s) {
+		cluster := clusterLabel(pl.req.Cluster)
 		res, err := pl.d.Render(ctx, pl.req)
-		if err != nil {
+		if err != nil && !workflow.Unreachable(err) {
 			s.ready.healthErr = fmt.Errorf("rendering component %q for its health check: %w", pl.svc.Name, err)
 			services = append(services, pl.svc)
 			continue
 		}
-		h, err := pl.d.Health(ctx, pl.req, res)
-		if err != nil {
+		var h workflow.ComponentHealth
+		if err == nil {
+			h, err = pl.d.Health(ctx, pl.req, res)
+		}
+		switch {
+		case err != nil && workflow.Unreachable(err):
+			unreachable[cluster] = true
+			if causes[cluster] == nil {
+				causes[cluster] = err
+			}
+			down = append(down, len(services))
+			services = append(services, pl.svc)
+		case err != nil:
 			s.ready.healthErr = err
 			services = append(services, pl.svc)
-			continue
+		default:
+			reached[cluster] = true
+			h.Status.Name = pl.svc.Name
+			services = append(services, h.Status)
 		}
-		h.Status.Name = pl.svc.Name
-		services = append(services, h.Status)
+	}
+	now := r.clock.Now()
+	since := setReachability(s.app, reached, unreachable, now)
+	after := r.opts.ClusterUnreachableAfter
+	for _, i := range down {
+		cluster := clusterLabel(services[i].Cluster)
+		first, ok := since[cluster]
+		switch {
+		case ok && now.Sub(first) >= after:
+			services[i] = unreachableService(services[i], first, after, causes[cluster])
+		case ok:
+			s.ready.healthErr = fmt.Errorf("cluster %s unreachable since %s (its components turn unhealthy after %s): %w",
+				cluster, first.UTC().Format(time.RFC3339), after, causes[cluster])
+			s.requeueAfter(first.Add(after).Sub(now))
+		default:
+			// Reached by another check meanwhile: judged again next time.
+			s.ready.healthErr = causes[cluster]
+		}
 	}
 	return services
+}
+
+// recordPlacement sets status.placement to where the workflow of the
+// revision deploys (render.PlanWorkflow); when that cannot be worked out
+// it is emptied (the deploy step says why).
+func (r *Reconciler) recordPlacement(ctx context.Context, s *scope) {
+	plans, err := render.PlanWorkflow(ctx, s.af, r.resolver)
+	if err != nil {
+		s.log.V(1).Info("placement unknown", "reason", err.Error())
+		setPlacementStatus(s.app, nil)
+		return
+	}
+	var targets []placement.Target
+	for _, p := range plans {
+		for _, t := range p.Targets {
+			if !t.Placeholder {
+				targets = append(targets, t.Target)
+			}
+		}
+	}
+	setPlacementStatus(s.app, targets)
+}
+
+// onlyUnreachable reports whether err (errors.Join'ed ones each) says a
+// cluster could not be reached (workflow.Unreachable).
+func onlyUnreachable(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlyUnreachable(e) {
+				return false
+			}
+		}
+		return len(j.Unwrap()) > 0
+	}
+	return workflow.Unreachable(err)
 }
 
 // servicePlacement is a service of the status with the request and the Deployer

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/errclass"
+	"github.com/oamflow/oamflow/pkg/placement"
 	"github.com/oamflow/oamflow/pkg/tenancy"
 	"github.com/oamflow/oamflow/pkg/workflow"
 )
@@ -244,7 +246,13 @@ func setReadyCondition(app *v1beta1.Application, in readyInput) {
 		return
 	}
 	if msg := unhealthyMessage(app.Status.Services); msg != "" {
-		setCondition(app, common.ConditionReady, false, common.ReasonUnhealthy, msg)
+		reason := common.ReasonClusterUnreachable
+		for _, svc := range app.Status.Services {
+			if !svc.Healthy && svc.Details[detailReason] != common.ReasonClusterUnreachable {
+				reason = common.ReasonUnhealthy
+			}
+		}
+		setCondition(app, common.ConditionReady, false, reason, msg)
 		return
 	}
 	if in.gcErr != nil {
@@ -372,4 +380,85 @@ func readyReason(app *v1beta1.Application) string {
 		}
 	}
 	return ""
+}
+
+// setPlacementStatus sets status.placement to targets (a workflow run's,
+// in the order its steps place them): one entry per cluster and
+// namespace, the first target placing it saying why; the hub is named
+// "local" and an empty namespace is the Application's. A cluster's
+// UnreachableSince is kept from the entries it replaces.
+func setPlacementStatus(app *v1beta1.Application, targets []placement.Target) {
+	since := map[string]*metav1.Time{}
+	for _, p := range app.Status.Placement {
+		if p.UnreachableSince != nil && since[p.Cluster] == nil {
+			since[p.Cluster] = p.UnreachableSince
+		}
+	}
+	type key struct{ cluster, namespace string }
+	seen := map[key]bool{}
+	var out []common.PlacementStatus
+	for _, t := range targets {
+		k := key{clusterLabel(t.Cluster), t.Namespace}
+		if k.namespace == "" {
+			k.namespace = app.Namespace
+		}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, common.PlacementStatus{Cluster: k.cluster, Namespace: k.namespace, Policy: t.Policy, Reason: t.Reason, UnreachableSince: since[k.cluster]})
+	}
+	app.Status.Placement = out
+}
+
+// setReachability records in status.placement what a health check found:
+// a cluster it reached has no UnreachableSince; one it could not reach
+// (and did not reach otherwise) keeps the time it was first found so, or
+// gets now. Clusters it did not try keep theirs. It returns, for every
+// unreachable cluster, since when it is (now for one without a placement
+// entry to keep the time in).
+func setReachability(app *v1beta1.Application, reached, unreachable map[string]bool, now time.Time) map[string]time.Time {
+	stamp := metav1.NewTime(now).Rfc3339Copy()
+	since := map[string]time.Time{}
+	for i := range app.Status.Placement {
+		p := &app.Status.Placement[i]
+		switch {
+		case reached[p.Cluster]:
+			p.UnreachableSince = nil
+		case unreachable[p.Cluster]:
+			if p.UnreachableSince == nil {
+				p.UnreachableSince = stamp.DeepCopy()
+			}
+			if t, ok := since[p.Cluster]; !ok || p.UnreachableSince.Time.Before(t) {
+				since[p.Cluster] = p.UnreachableSince.Time
+			}
+		}
+	}
+	for c := range unreachable {
+		if _, ok := since[c]; !ok && !reached[c] {
+			since[c] = stamp.Time
+		}
+	}
+	return since
+}
+
+// detailReason is the key of status.services[].details saying why a
+// component is unhealthy when oamflow, not its definition, judged it
+// (common.ReasonClusterUnreachable).
+const detailReason = "reason"
+
+// unreachableService is svc, in a cluster unreachable since since, as the
+// health check reports it once that is longer than after: unhealthy,
+// details.reason ClusterUnreachable, the message naming the cluster, since
+// when, and the last error. Its definition's details and traits cannot be
+// evaluated and are left out.
+func unreachableService(svc common.ApplicationComponentStatus, since time.Time, after time.Duration, cause error) common.ApplicationComponentStatus {
+	msg := fmt.Sprintf("cluster %s has been unreachable since %s (longer than %s)", clusterLabel(svc.Cluster), since.UTC().Format(time.RFC3339), after)
+	if cause != nil {
+		msg += ": " + cause.Error()
+	}
+	return common.ApplicationComponentStatus{
+		Name: svc.Name, Namespace: svc.Namespace, Cluster: svc.Cluster, WorkloadDefinition: svc.WorkloadDefinition,
+		Healthy: false, Message: msg, Details: map[string]string{detailReason: common.ReasonClusterUnreachable},
+	}
 }

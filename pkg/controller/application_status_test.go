@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"testing"
+	"time"
 
 	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
 	"github.com/stretchr/testify/assert"
@@ -13,6 +14,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/errclass"
+	"github.com/oamflow/oamflow/pkg/placement"
 	"github.com/oamflow/oamflow/pkg/tenancy"
 )
 
@@ -306,5 +308,135 @@ func TestIdentityChecked(t *testing.T) {
 	}
 	for _, tc := range cases {
 		assert.Equal(t, tc.want, identityChecked(tc.app, tc.id), tc.reason)
+	}
+}
+
+func TestSetPlacementStatus(t *testing.T) {
+	since := metav1.NewTime(time.Date(2026, 12, 2, 1, 50, 0, 0, time.UTC))
+	target := func(cluster, ns, policy, reason string) placement.Target {
+		return placement.Target{Placement: placement.Placement{Cluster: cluster, Namespace: ns}, Policy: policy, Reason: reason}
+	}
+	cases := []struct {
+		reason  string
+		before  []common.PlacementStatus
+		targets []placement.Target
+		want    []common.PlacementStatus
+	}{
+		{"the hub, in the app's namespace", nil, []placement.Target{target("", "", "", "no topology policy: the hub")},
+			[]common.PlacementStatus{{Cluster: "local", Namespace: "default", Reason: "no topology policy: the hub"}}},
+		{"members by labels and by name, the topology's namespace", nil, []placement.Target{
+			target("east", "team-x", "spread", "labels match policy spread {region=us}"),
+			target("local", "", "hub", "named in policy hub clusters"),
+		}, []common.PlacementStatus{
+			{Cluster: "east", Namespace: "team-x", Policy: "spread", Reason: "labels match policy spread {region=us}"},
+			{Cluster: "local", Namespace: "default", Policy: "hub", Reason: "named in policy hub clusters"},
+		}},
+		{"the first step placing a cluster and namespace says why", nil, []placement.Target{
+			target("east", "", "a", "named in policy a clusters"),
+			target("east", "default", "b", "labels match policy b {x=y}"),
+			target("", "", "", "named by apply-component step s"),
+			target("local", "", "", "no deploy step: the hub"),
+		}, []common.PlacementStatus{
+			{Cluster: "east", Namespace: "default", Policy: "a", Reason: "named in policy a clusters"},
+			{Cluster: "local", Namespace: "default", Reason: "named by apply-component step s"},
+		}},
+		{"a cluster's unreachable time is kept, a cluster that left goes", []common.PlacementStatus{
+			{Cluster: "east", Namespace: "default", Reason: "old", UnreachableSince: &since},
+			{Cluster: "west", Namespace: "default", Reason: "old"},
+		}, []placement.Target{target("east", "team-x", "spread", "labels match policy spread {region=us}")},
+			[]common.PlacementStatus{{Cluster: "east", Namespace: "team-x", Policy: "spread", Reason: "labels match policy spread {region=us}", UnreachableSince: &since}}},
+		{"no targets", []common.PlacementStatus{{Cluster: "east"}}, nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			app := appWith(func(a *v1beta1.Application) { a.Status.Placement = tc.before })
+			setPlacementStatus(app, tc.targets)
+			assert.Equal(t, tc.want, app.Status.Placement)
+		})
+	}
+}
+
+func TestSetReachability(t *testing.T) {
+	then := metav1.NewTime(time.Date(2026, 12, 2, 1, 50, 0, 0, time.UTC))
+	now := time.Date(2026, 12, 2, 1, 53, 20, 123, time.UTC)
+	nowStamp := metav1.NewTime(now.Truncate(time.Second))
+	pl := func(cluster string, since *metav1.Time) common.PlacementStatus {
+		return common.PlacementStatus{Cluster: cluster, Namespace: "default", UnreachableSince: since}
+	}
+	cases := []struct {
+		reason      string
+		before      []common.PlacementStatus
+		reached     []string
+		unreachable []string
+		want        []common.PlacementStatus
+		since       map[string]time.Time
+	}{
+		{"first failure: since now", []common.PlacementStatus{pl("east", nil), pl("local", nil)}, []string{"local"}, []string{"east"},
+			[]common.PlacementStatus{pl("east", &nowStamp), pl("local", nil)}, map[string]time.Time{"east": nowStamp.Time}},
+		{"still unreachable: since kept", []common.PlacementStatus{pl("east", &then)}, nil, []string{"east"},
+			[]common.PlacementStatus{pl("east", &then)}, map[string]time.Time{"east": then.Time}},
+		{"reachable again: cleared", []common.PlacementStatus{pl("east", &then)}, []string{"east"}, nil,
+			[]common.PlacementStatus{pl("east", nil)}, map[string]time.Time{}},
+		{"reached by one check, not another: reachable", []common.PlacementStatus{pl("east", &then)}, []string{"east"}, []string{"east"},
+			[]common.PlacementStatus{pl("east", nil)}, map[string]time.Time{}},
+		{"not checked: kept", []common.PlacementStatus{pl("east", &then), pl("west", nil)}, []string{"west"}, nil,
+			[]common.PlacementStatus{pl("east", &then), pl("west", nil)}, map[string]time.Time{}},
+		{"a cluster without a placement entry: since now, every time", nil, nil, []string{"east"},
+			nil, map[string]time.Time{"east": nowStamp.Time}},
+		{"one cluster in two namespaces: one time", []common.PlacementStatus{pl("east", &then), {Cluster: "east", Namespace: "other"}}, nil, []string{"east"},
+			[]common.PlacementStatus{pl("east", &then), {Cluster: "east", Namespace: "other", UnreachableSince: &nowStamp}}, map[string]time.Time{"east": then.Time}},
+	}
+	set := func(names []string) map[string]bool {
+		m := map[string]bool{}
+		for _, n := range names {
+			m[n] = true
+		}
+		return m
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			app := appWith(func(a *v1beta1.Application) { a.Status.Placement = tc.before })
+			since := setReachability(app, set(tc.reached), set(tc.unreachable), now)
+			assert.Equal(t, tc.want, app.Status.Placement)
+			assert.Equal(t, tc.since, since)
+		})
+	}
+}
+
+func TestUnreachableService(t *testing.T) {
+	since := time.Date(2026, 12, 2, 1, 50, 0, 0, time.UTC)
+	prev := common.ApplicationComponentStatus{Name: "db", Namespace: "team-x", Cluster: "east", Healthy: true, Message: "ready",
+		WorkloadDefinition: common.WorkloadGVK{APIVersion: "apps/v1", Kind: "Deployment"}, Details: map[string]string{"replicas": "1"},
+		Traits: []common.ApplicationTraitStatus{{Type: "scaler", Healthy: true}}}
+	got := unreachableService(prev, since, 5*time.Minute, errors.New("dial tcp 10.0.0.7:6443: connect: connection refused"))
+	assert.Equal(t, common.ApplicationComponentStatus{Name: "db", Namespace: "team-x", Cluster: "east", Healthy: false,
+		WorkloadDefinition: prev.WorkloadDefinition,
+		Message:            "cluster east has been unreachable since 2026-12-02T01:50:00Z (longer than 5m0s): dial tcp 10.0.0.7:6443: connect: connection refused",
+		Details:            map[string]string{"reason": common.ReasonClusterUnreachable}}, got)
+}
+
+func TestReadyWhenClustersAreUnreachable(t *testing.T) {
+	down := common.ApplicationComponentStatus{Name: "db", Cluster: "east", Message: "cluster east has been unreachable since …", Details: map[string]string{"reason": common.ReasonClusterUnreachable}}
+	cases := []struct {
+		reason     string
+		services   []common.ApplicationComponentStatus
+		wantReason string
+	}{
+		{"only components of unreachable clusters are unhealthy", []common.ApplicationComponentStatus{down, {Name: "web", Healthy: true}}, common.ReasonClusterUnreachable},
+		{"another component is unhealthy too", []common.ApplicationComponentStatus{down, {Name: "web", Message: "0/1 ready"}}, common.ReasonUnhealthy},
+		{"a definition's own details.reason is not the controller's", []common.ApplicationComponentStatus{down, {Name: "web", Details: map[string]string{"reason": "CrashLoop"}}}, common.ReasonUnhealthy},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			app := appWith(parsedOK, revOK, policyOK, renderOK, wfSuccess, services(tc.services...))
+			setReadyCondition(app, readyInput{checked: true})
+			c := meta.FindStatusCondition(app.Status.Conditions, common.ConditionReady)
+			if assert.NotNil(t, c) {
+				assert.Equal(t, metav1.ConditionFalse, c.Status)
+				assert.Equal(t, tc.wantReason, c.Reason)
+				assert.Contains(t, c.Message, "db@east: cluster east has been unreachable")
+			}
+			assert.Equal(t, common.ApplicationUnhealthy, computePhase(app))
+		})
 	}
 }

@@ -77,18 +77,22 @@ workflow:
 		return out
 	}
 	assert.Equal(t, []string{`spread-v1={"tagged":["fleet-east"]}`}, revs())
+	assert.Equal(t, []common.PlacementStatus{{Cluster: "fleet-east", Namespace: ns, Policy: "tagged", Reason: "labels match policy tagged {fleet-test=yes}"}},
+		waitPhase(t, app, common.ApplicationRunning).Status.Placement, "status.placement says where and why")
 
 	// A member gains the labels: it gets the app, no edit.
 	relabel(westSecret, func(s *corev1.Secret) { s.Labels["fleet-test"] = "yes" })
 	require.Eventually(t, func() bool { return has(west) }, 60*time.Second, 200*time.Millisecond, "the member that joined the selection never got the app")
 	waitRevision(t, app, "spread-v2")
 	assert.Contains(t, events(t, app, revision.ReasonPlacementChanged), `placement changed: policy "tagged": cluster fleet-west joined`)
+	assert.Equal(t, []string{"fleet-east", "fleet-west"}, placedOn(t, app), "status.placement follows the fleet")
 
 	// A member loses them: its objects go, the other member's stay.
 	relabel(eastSecret, func(s *corev1.Secret) { delete(s.Labels, "fleet-test") })
 	require.Eventually(t, func() bool { return !has(east) }, 60*time.Second, 200*time.Millisecond, "the member that left the selection kept the app's objects")
 	waitRevision(t, app, "spread-v3")
 	assert.True(t, has(west), "nothing deleted on the member still selected")
+	assert.Equal(t, []string{"fleet-west"}, placedOn(t, app))
 	assert.Contains(t, events(t, app, revision.ReasonPlacementChanged), `placement changed: policy "tagged": cluster fleet-east left`)
 	assert.Len(t, revs(), 3)
 
@@ -145,6 +149,18 @@ func events(t *testing.T, app *v1beta1.Application, reason string) []string {
 		if e.InvolvedObject.Name == app.Name && e.Reason == reason {
 			out = append(out, e.Message)
 		}
+	}
+	return out
+}
+
+// placedOn is the clusters of app's status.placement.
+func placedOn(t *testing.T, app *v1beta1.Application) []string {
+	t.Helper()
+	got := &v1beta1.Application{}
+	require.NoError(t, env.Client.Get(context.Background(), client.ObjectKeyFromObject(app), got))
+	var out []string
+	for _, p := range got.Status.Placement {
+		out = append(out, p.Cluster)
 	}
 	return out
 }

@@ -114,6 +114,10 @@ type Options struct {
 	MaxStepRetries         int
 	DefaultStepTimeout     time.Duration
 	UnhealthyRequeuePeriod time.Duration
+	// ClusterUnreachableAfter is how long a member cluster may stay
+	// unreachable before the components there are unhealthy with reason
+	// ClusterUnreachable (--cluster-unreachable-after).
+	ClusterUnreachableAfter time.Duration
 	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election
 	// (controller-runtime's defaults, 15s/10s/2s, when zero).
 	LeaseDuration time.Duration
@@ -213,28 +217,30 @@ type WebhookOptions struct {
 // revisions kept, system namespace oamflow-system, metrics on :8080,
 // probes on :9440, no leader election, 10 step retries, a 10-minute
 // default step timeout, no bundled chart root, a 32 MiB chart cache and
-// a 10-second re-check of unhealthy Applications; the webhook is off
+// a 10-second re-check of unhealthy Applications, members unreachable for
+// 5 minutes making their components unhealthy; the webhook is off
 // (Webhook.Enabled false) so that tests embedding the controller need not
 // serve admission reviews, with port 9443, URL registration on 127.0.0.1,
 // failure policy Ignore and the names oamflow-webhook (Service and
 // configuration) and oamflow-webhook-tls (certificate Secret).
 func DefaultOptions() Options {
 	return Options{
-		Concurrency:            4,
-		QPS:                    100,
-		Burst:                  200,
-		ResyncPeriod:           5 * time.Minute,
-		RevisionLimit:          revision.DefaultLimit,
-		SystemNamespace:        appfile.SystemNamespace,
-		MetricsAddr:            ":8080",
-		ProbeAddr:              ":9440",
-		LeaderElectionID:       "oamflow-controller.oamflow.dev",
-		MaxStepRetries:         workflow.DefaultMaxStepRetries,
-		DefaultStepTimeout:     workflow.DefaultStepTimeout,
-		ChartCacheBytes:        helm.DefaultCacheBytes,
-		UnhealthyRequeuePeriod: 10 * time.Second,
-		Budgets:                appfile.DefaultBudgets(),
-		Outbound:               egress.Config{MaxResponseBytes: egress.DefaultMaxResponseBytes, MaxTimeout: egress.DefaultMaxTimeout},
+		Concurrency:             4,
+		QPS:                     100,
+		Burst:                   200,
+		ResyncPeriod:            5 * time.Minute,
+		RevisionLimit:           revision.DefaultLimit,
+		SystemNamespace:         appfile.SystemNamespace,
+		MetricsAddr:             ":8080",
+		ProbeAddr:               ":9440",
+		LeaderElectionID:        "oamflow-controller.oamflow.dev",
+		MaxStepRetries:          workflow.DefaultMaxStepRetries,
+		DefaultStepTimeout:      workflow.DefaultStepTimeout,
+		ChartCacheBytes:         helm.DefaultCacheBytes,
+		UnhealthyRequeuePeriod:  10 * time.Second,
+		ClusterUnreachableAfter: controller.DefaultClusterUnreachableAfter,
+		Budgets:                 appfile.DefaultBudgets(),
+		Outbound:                egress.Config{MaxResponseBytes: egress.DefaultMaxResponseBytes, MaxTimeout: egress.DefaultMaxTimeout},
 		Webhook: WebhookOptions{
 			Port:              9443,
 			Registration:      RegisterURL,
@@ -274,6 +280,9 @@ func (o *Options) Validate() error {
 	}
 	if _, err := egress.New(o.Outbound); err != nil {
 		errs = append(errs, err)
+	}
+	if o.ClusterUnreachableAfter <= 0 {
+		errs = append(errs, fmt.Errorf("--cluster-unreachable-after must be positive, got %s", o.ClusterUnreachableAfter))
 	}
 	if o.DefaultStepTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--default-step-timeout must not be negative, got %s", o.DefaultStepTimeout))
@@ -491,14 +500,15 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	releases := resourcekeeper.NewHelmReleases(timed, resourcekeeper.WithReleaseEvents(recorder, mgr.GetClient()))
 	r := controller.New(mgr.GetClient(), own, recorder, engine, o.SystemNamespace, builtins,
 		controller.Options{
-			RevisionLimit:    o.RevisionLimit,
-			StepTimeout:      o.DefaultStepTimeout,
-			UnhealthyRequeue: o.UnhealthyRequeuePeriod,
-			Concurrency:      o.Concurrency,
-			Budgets:          o.Budgets,
-			Abandoned:        abandoned,
-			Tenancy:          o.Tenancy,
-			Shard:            shardName(shard),
+			RevisionLimit:           o.RevisionLimit,
+			StepTimeout:             o.DefaultStepTimeout,
+			UnhealthyRequeue:        o.UnhealthyRequeuePeriod,
+			ClusterUnreachableAfter: o.ClusterUnreachableAfter,
+			Concurrency:             o.Concurrency,
+			Budgets:                 o.Budgets,
+			Abandoned:               abandoned,
+			Tenancy:                 o.Tenancy,
+			Shard:                   shardName(shard),
 		},
 		append([]controller.Option{
 			controller.WithClusterClients(appClients),

@@ -87,10 +87,15 @@ const (
 	ReasonUnhealthy            = "Unhealthy"
 	ReasonGarbageCollectFailed = "GarbageCollectFailed"
 	ReasonHealthCheckError     = "HealthCheckError"
-	ReasonDriftRepairFailed    = "DriftRepairFailed"
-	ReasonNotReady             = "NotReady"
-	ReasonReconcilePanic       = "ReconcilePanic"
-	ReasonDeleting             = "Deleting"
+	// ReasonClusterUnreachable: a target cluster could not be reached for
+	// longer than the controller's --cluster-unreachable-after; the
+	// components there are unhealthy (the Ready reason when they are the
+	// only unhealthy ones, and status.services[].details.reason).
+	ReasonClusterUnreachable = "ClusterUnreachable"
+	ReasonDriftRepairFailed  = "DriftRepairFailed"
+	ReasonNotReady           = "NotReady"
+	ReasonReconcilePanic     = "ReconcilePanic"
+	ReasonDeleting           = "Deleting"
 )
 
 // ReasonValidationWarning is the reason of the Warning events that report

@@ -222,4 +222,31 @@ type AppStatus struct {
 	AppliedResources []ClusterObjectReference `json:"appliedResources,omitempty"`
 	// PolicyStatus is per-policy state.
 	PolicyStatus []PolicyStatus `json:"policy,omitempty"`
+	// Placement is where the current workflow run deploys: each target
+	// cluster and namespace, with the policy or step that put it there
+	// and why. An oamflow field (KubeVela has none): it follows the fleet
+	// when a label selector's matches change.
+	Placement []PlacementStatus `json:"placement,omitempty"`
+}
+
+// PlacementStatus is one entry of status.placement: a cluster and
+// namespace the Application deploys to, and why it is in the set.
+type PlacementStatus struct {
+	// Cluster is the target cluster ("local" is the hub).
+	Cluster string `json:"cluster"`
+	// Namespace is the target namespace (the Application's unless a
+	// topology policy or an apply-component step says otherwise).
+	Namespace string `json:"namespace,omitempty"`
+	// Policy is the topology policy that placed it (empty without one).
+	Policy string `json:"policy,omitempty"`
+	// Reason says why the target is in the set: "labels match policy
+	// spread {region=us}", "named in policy prod clusters", "no topology
+	// policy: the hub", ….
+	Reason string `json:"reason,omitempty"`
+	// UnreachableSince is when the health check first failed to reach
+	// the cluster, unset while it is reachable. Once it is older than the
+	// controller's --cluster-unreachable-after, the components there are
+	// unhealthy (reason ClusterUnreachable); nothing is deleted there
+	// meanwhile.
+	UnreachableSince *metav1.Time `json:"unreachableSince,omitempty"`
 }
