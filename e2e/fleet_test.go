@@ -210,7 +210,6 @@ func TestFleetAcceptance(t *testing.T) {
 	}
 
 	ok = t.Run("UnreachableMemberTurnsUnhealthyNothingDeleted", func(t *testing.T) {
-		t.Skip("issue 19 item 5 (ClusterUnreachable after a threshold) is not on main yet")
 		apiserver, err := env.Stop(ctx, "member-2", localcluster.CompKubeAPIServer)
 		require.NoError(t, err)
 		t.Logf("stopped %s", apiserver.Name())
@@ -224,7 +223,8 @@ func TestFleetAcceptance(t *testing.T) {
 			if svc == nil {
 				return false, fmt.Errorf("no web in member-2 in %+v", a.Status.Services)
 			}
-			return !svc.Healthy && strings.Contains(svc.Message, "ClusterUnreachable") && a.Status.Phase == common.ApplicationUnhealthy,
+			return !svc.Healthy && svc.Details["reason"] == common.ReasonClusterUnreachable && strings.Contains(svc.Message, "cluster member-2 has been unreachable since") &&
+					a.Status.Phase == common.ApplicationUnhealthy,
 				fmt.Errorf("phase %q, web in member-2: healthy %v %q", a.Status.Phase, svc.Healthy, svc.Message)
 		})
 		assert.GreaterOrEqual(t, time.Since(stopped), unreachableAfter, "not unhealthy before the threshold")
@@ -303,5 +303,5 @@ func fleetAssertEvent(t *testing.T, c client.Client, app *v1beta1.Application, r
 
 // fleetUnreachableAfter sets the controller's cluster-unreachable threshold.
 func fleetUnreachableAfter(d time.Duration) framework.ControllerOption {
-	return func(o *manager.Options) { _ = d } // TODO: the option lands with item 5
+	return func(o *manager.Options) { o.ClusterUnreachableAfter = d }
 }

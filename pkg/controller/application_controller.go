@@ -159,6 +159,14 @@ func WithFleetEvents(secrets cache.Cache) Option {
 	return func(r *Reconciler) { r.fleet = secrets }
 }
 
+// WithReachabilityEvents makes a member cluster that stops answering,
+// or answers again, re-check the Applications deployed there at once
+// (those whose status.placement names it) instead of at their next
+// resync: events carries the cluster's Secret (multicluster.Prober).
+func WithReachabilityEvents(events <-chan event.TypedGenericEvent[*corev1.Secret]) Option {
+	return func(r *Reconciler) { r.reachability = events }
+}
+
 // WithClock sets the clock that says how long a cluster has been
 // unreachable (default: the real one).
 func WithClock(c clock.PassiveClock) Option { return func(r *Reconciler) { r.clock = c } }
@@ -193,7 +201,10 @@ type Reconciler struct {
 	// fleet is the cache of cluster Secrets watched for registry changes
 	// (WithFleetEvents; nil: none).
 	fleet cache.Cache
-	clock clock.PassiveClock
+	// reachability carries members whose reachability changed
+	// (WithReachabilityEvents; nil: none).
+	reachability <-chan event.TypedGenericEvent[*corev1.Secret]
+	clock        clock.PassiveClock
 }
 
 // New returns a Reconciler. c reads Applications and definitions (a cached
@@ -277,7 +288,30 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.WatchesRawSource(source.Kind(r.fleet, &corev1.Secret{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.appsSelectingByLabels), clusterChanged{}))
 	}
+	if r.reachability != nil {
+		b = b.WatchesRawSource(source.Channel(r.reachability, handler.TypedEnqueueRequestsFromMapFunc(r.appsOnCluster)))
+	}
 	return b.Complete(r)
+}
+
+// appsOnCluster lists the Applications (from the cache) whose
+// status.placement names the cluster s stands for.
+func (r *Reconciler) appsOnCluster(ctx context.Context, s *corev1.Secret) []reconcile.Request {
+	list := &v1beta1.ApplicationList{}
+	if err := r.client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing Applications after a member cluster's reachability changed", "cluster", s.Name)
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		for _, p := range list.Items[i].Status.Placement {
+			if p.Cluster == s.Name {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // clusterChanged passes the registry events that can change a label

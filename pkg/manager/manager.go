@@ -52,6 +52,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -62,6 +63,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -455,6 +457,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("building the cluster registry: %w", err)
 	}
+	// A member that stops answering (or answers again) re-checks the
+	// Applications deployed there at once: one GET /version per member
+	// every --unhealthy-requeue-period.
+	reachability := make(chan event.TypedGenericEvent[*corev1.Secret])
+	if err := mgr.Add(&multicluster.Prober{Fleet: clusters, Interval: o.UnhealthyRequeuePeriod, Events: reachability, Namespace: o.SystemNamespace}); err != nil {
+		return fmt.Errorf("starting the member cluster prober: %w", err)
+	}
 	// Helm components: one action factory per target cluster (the test
 	// seam), charts fetched with size guards and cached by digest.
 	// Outbound requests made for Applications (steps, chart sources) never
@@ -514,6 +523,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			controller.WithClusterClients(appClients),
 			controller.WithClusterResolver(clusters),
 			controller.WithFleetEvents(secrets),
+			controller.WithReachabilityEvents(reachability),
 			controller.WithHelm(releases, health.NewHelmReleases(helmClient)),
 			controller.WithRenderer(timedRenderer{next: controller.RendererFn(render.RenderComponent), rec: rec}),
 			controller.WithKeepers(keepers(appClients, own, releases, rec)),

@@ -40,7 +40,8 @@ func (o *outage) wrap(rt http.RoundTripper) http.RoundTripper {
 }
 
 // TestMemberUnreachableOverTime: a member the controller cannot reach
-// for longer than --cluster-unreachable-after turns the app's components
+// (noticed by the prober, not at the 5-minute resync) for longer than
+// --cluster-unreachable-after turns the app's components
 // there unhealthy (reason ClusterUnreachable, the message naming the
 // cluster and since when) and the Application unhealthy; nothing is
 // deleted there meanwhile. Back reachable, the components are judged
@@ -61,7 +62,6 @@ func TestMemberUnreachableOverTime(t *testing.T) {
 	cut := &outage{host: u.Host}
 	o := testOptions()
 	o.ClusterUnreachableAfter = 3 * time.Second
-	o.ResyncPeriod = 2 * time.Second // a healthy app notices the outage at its resync
 	o.WrapTransport = cut.wrap
 	startManager(t, o)
 
