@@ -387,6 +387,13 @@ func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) (next, error) {
 	}
 	if st != nil && st.Finished {
 		setWorkflowCondition(app, nil)
+		// The reconcile that finished the run may have failed to mark
+		// the revision (the mark is what rollback trusts): mark it now.
+		if st.Status == "succeeded" {
+			if err := r.revisions.MarkSucceeded(ctx, s.rev, st.EndTime); err != nil {
+				return proceed, err
+			}
+		}
 		return afterRun(s.app), nil
 	}
 	plan, err := workflow.PlanOf(s.af.Workflow, r.opts.StepTimeout)
@@ -448,15 +455,24 @@ func afterRun(app *v1beta1.Application) next {
 }
 
 // collectGarbage runs once the workflow succeeded, when the run just
-// finished or a previous collection failed: it deletes what older
-// revisions applied and this one dropped (under the garbage-collect
-// policy), then prunes revisions beyond the limit. A failure is said in
-// Ready and retried; it stops nothing.
+// finished, a previous collection failed, or a tracker of an older
+// revision is still there (a reconcile that finished the run failed
+// before collecting, e.g. its revision write was refused): it deletes
+// what older revisions applied and this one dropped (under the
+// garbage-collect policy), then prunes revisions beyond the limit. A
+// failure is said in Ready and retried; it stops nothing.
 func (r *Reconciler) collectGarbage(ctx context.Context, s *scope) (next, error) {
 	// From here on Ready is decided by what gc, statekeep and health find.
 	s.ready.checked = true
 	if !s.run.finished && readyReason(s.app) != common.ReasonGarbageCollectFailed {
-		return proceed, nil
+		pending, err := s.keeper.HasGarbage(ctx)
+		if err != nil {
+			return proceed, err
+		}
+		if !pending {
+			return proceed, nil
+		}
+		s.log.Info("collecting what an earlier reconcile left to collect", "revision", s.rev.Name)
 	}
 	done, err := s.keeper.GarbageCollect(ctx)
 	switch {

@@ -61,6 +61,8 @@ type Keeper interface {
 	// cluster (when create) and returns those it created.
 	EnsureNamespaces(ctx context.Context, cluster string, objs []*unstructured.Unstructured, create bool) ([]string, error)
 	GarbageCollect(ctx context.Context) (done bool, err error)
+	// HasGarbage reports whether trackers of older revisions remain.
+	HasGarbage(ctx context.Context) (bool, error)
 	Delete(ctx context.Context) (done bool, err error)
 	StateKeep(ctx context.Context) error
 	AppliedResources(ctx context.Context) ([]common.ClusterObjectReference, error)

@@ -113,6 +113,23 @@ func (k *Keeper) listTrackers(ctx context.Context, hub client.Client) (*trackers
 	return t, nil
 }
 
+// HasGarbage reports whether a ResourceTracker of another revision than
+// the Keeper's remains: what it recorded and this revision dropped is
+// still to be collected (GarbageCollect deletes such trackers once done).
+// It reads through the Keeper's tracker client (the cache), so a check
+// in a steady reconcile costs no API request.
+func (k *Keeper) HasGarbage(ctx context.Context) (bool, error) {
+	hub, err := k.hub(ctx)
+	if err != nil {
+		return false, err
+	}
+	t, err := k.listTrackers(ctx, hub)
+	if err != nil {
+		return false, err
+	}
+	return len(t.old) > 0, nil
+}
+
 // CheckTrackers reads and decodes every ResourceTracker of the
 // Application (KubeVela's compressed ones included). An error, a
 // *v1beta1.DecodeError when one cannot be decoded, means the Application
