@@ -109,7 +109,7 @@ demo-down: ## Stop the demo's controller and local clusters.
 test: k8s-binaries test-unit e2e ## Run every test: unit, envtest (real kube-apiserver + etcd) and e2e on local clusters.
 
 .PHONY: faults
-faults: k8s-binaries ## Long fault suite (~6 min): 40 Applications churn on a hub and 2 members while the controller is SIGKILLed, hub kube-apiserver/etcd and a member's API server restarted and API errors injected; then nothing may be lost, left behind or wrongly deleted. FAULTS_SEED replays a run, FAULTS_APPS resizes it; the short variant runs in make e2e.
+faults: k8s-binaries ## Long fault suite (~10 min): 50 Applications churn on a hub and 2 members while the controller is SIGKILLed, hub kube-apiserver/etcd and a member's API server restarted and API errors injected; then nothing may be lost, left behind or wrongly deleted. FAULTS_SEED replays a run, FAULTS_APPS resizes it; the short variant runs in make e2e.
 	$(GO) test -tags faults -timeout 30m -v ./e2e/faults/
 
 .PHONY: test-unit

@@ -14,15 +14,17 @@
 // converged (every object as the Application's current spec says, on the
 // clusters its placement says, trackers matching the live objects, Helm
 // histories clean, bystanders untouched, nothing left of deleted
-// Applications but what a rule keeps).
+// Applications but what a rule keeps, and every webhook step, an external
+// side effect counted by the suite's HTTP server, performed exactly once
+// for each spec its workflow ran for).
 //
 // The moments come from a seeded RNG; the seed is printed and FAULTS_SEED
 // replays a run (the controller's concurrency makes a replay similar, not
 // identical). Two profiles: the short one (10 Applications, 5 kills, one
 // hub kube-apiserver restart, a 30 s member outage) runs with the e2e
 // tests (`make e2e`, part of `make test`); the long one (`make faults`,
-// build tag faults) has 40 Applications, 20 kills, both hub restarts and
-// two member outages of 30-120 s. FAULTS_APPS overrides the number of
+// build tag faults) has 50 Applications, 20 kills, two hub kube-apiserver
+// restarts, one etcd restart and two member outages of 30-120 s. FAULTS_APPS overrides the number of
 // Applications.
 package faults
 
@@ -116,6 +118,7 @@ func TestFaults(t *testing.T) {
 	hubClient := cs[v1beta1.ClusterLocal]
 	ctx := context.Background()
 
+	hooks := startHookServer(t)
 	bystanders, err := createBystanders(ctx, cs, p.apps)
 	require.NoError(t, err)
 	stopFile := filepath.Join(t.TempDir(), "faults-off")
@@ -124,7 +127,7 @@ func TestFaults(t *testing.T) {
 
 	want := make([]desired, p.apps)
 	for i := range want {
-		want[i] = fresh(1)
+		want[i] = fresh(1, hooks.url())
 		require.NoError(t, withRetry(func() error { return client.IgnoreAlreadyExists(hubClient.Create(ctx, application(i, want[i]))) }))
 	}
 	var v violations
@@ -254,11 +257,12 @@ func TestFaults(t *testing.T) {
 		uids.check(ctx, cs, i, &v)
 	}
 	checkBystanders(ctx, cs, bystanders, &v)
+	hookRequests, hookRepeats := hooks.check(want, &v)
 
 	injected := ctl.injected(t)
 	found, checks := v.snapshot()
-	t.Logf("REPORT seed=%d apps=%d changes=%d duration=%s converged-after=%s faults=%v member-outages=%v injected-api-faults=%d invariant-checks=%d violations=%d",
-		seed, p.apps, changes, time.Since(began).Round(time.Second), convergedAfter.Round(time.Second), report, outages, injected, checks, len(found))
+	t.Logf("REPORT seed=%d apps=%d changes=%d duration=%s converged-after=%s faults=%v member-outages=%v injected-api-faults=%d webhook-requests=%d (repeated-under-their-key=%d) invariant-checks=%d violations=%d",
+		seed, p.apps, changes, time.Since(began).Round(time.Second), convergedAfter.Round(time.Second), report, outages, injected, hookRequests, hookRepeats, checks, len(found))
 	for _, f := range found {
 		t.Errorf("violation: %s", f)
 	}
@@ -274,7 +278,7 @@ func change(t *testing.T, ctx context.Context, cs clusters, rng *rand.Rand, i in
 	w := &want[i]
 	key := client.ObjectKey{Namespace: namespace, Name: appName(i)}
 	if !w.exists {
-		next := fresh(w.created + 1)
+		next := fresh(w.created+1, w.hook)
 		err := withRetry(func() error { return hub.Create(ctx, application(i, next)) })
 		if apierrors.IsAlreadyExists(err) {
 			return // still being deleted: create it another time
@@ -293,6 +297,9 @@ func change(t *testing.T, ctx context.Context, cs clusters, rng *rand.Rand, i in
 	}
 	next := *w
 	what, byHand := mutate(rng, kindOf(i), &next)
+	if !byHand {
+		next.version++
+	}
 	if byHand {
 		// The Deployment may not exist yet: then nothing was scaled.
 		d := types.NamespacedName{Namespace: namespace, Name: appName(i) + "-web"}
@@ -388,7 +395,7 @@ func (ctl *controller) start(t *testing.T) {
 		// the resync is what bounds how long it stays untouched after
 		// the faults stop, as it does for users.
 		"--resync-period=1m",
-		"--unhealthy-requeue-period=2s", "--chart-root=" + filepath.Join(repoRoot(t), "charts", "testdata")}
+		"--unhealthy-requeue-period=2s", "--outbound-allow=127.0.0.0/8", "--chart-root=" + filepath.Join(repoRoot(t), "charts", "testdata")}
 	ctl.cmd = exec.Command(ctl.bin, args...)
 	ctl.cmd.Env = append(os.Environ(), inject.EnvVar+"="+ctl.inject)
 	ctl.cmd.Stdout, ctl.cmd.Stderr = ctl.log, ctl.log

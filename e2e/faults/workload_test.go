@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	oamv1alpha1 "github.com/kubevela/pkg/apis/oam/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -25,7 +26,8 @@ type kind int
 
 const (
 	// kindLocal: a webservice with a scaler and an optional second
-	// component, on the hub.
+	// component, on the hub; its workflow deploys, then posts to the
+	// suite's counting HTTP server (a step with an external side effect).
 	kindLocal kind = iota
 	// kindMulti: the same on member-1, and on member-2 while widened
 	// (topology narrowed and widened).
@@ -97,10 +99,14 @@ type desired struct {
 	// byHand: kindApplyOnce's web Deployment was scaled by hand to this
 	// (0: never).
 	byHand int
+	// version counts the spec changes of this life (0: as created); the
+	// webhook step of kindLocal sends it, with created, to hook.
+	version int
+	hook    string
 }
 
-func fresh(created int) desired {
-	return desired{exists: true, created: created, image: "nginx:1", replicas: 1}
+func fresh(created int, hook string) desired {
+	return desired{exists: true, created: created, image: "nginx:1", replicas: 1, hook: hook}
 }
 
 // mutate changes w at random for an Application of kind k and says what
@@ -144,6 +150,14 @@ func application(i int, w desired) *v1beta1.Application {
 		spec.Policies = append(spec.Policies, common.AppPolicy{Name: name, Type: typ, Properties: raw(props)})
 	}
 	switch k {
+	case kindLocal:
+		spec.Workflow = &common.Workflow{Steps: []oamv1alpha1.WorkflowStep{
+			{WorkflowStepBase: oamv1alpha1.WorkflowStepBase{Name: "deploy", Type: "deploy"}},
+			{WorkflowStepBase: oamv1alpha1.WorkflowStepBase{Name: "notify", Type: "webhook", Properties: raw(map[string]any{
+				"url":  map[string]any{"value": w.hook},
+				"data": hookCall{App: name, Life: w.created, Version: w.version},
+			})}},
+		}}
 	case kindMulti:
 		clusters := []string{member1}
 		if w.wide {

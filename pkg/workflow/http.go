@@ -2,9 +2,11 @@ package workflow
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -132,6 +134,9 @@ func (h *httpDoer) request(ctx context.Context, v wfhttp.RequestVars, rt provide
 	if len(header) == 0 {
 		header = http.Header{"Content-Type": []string{"application/json"}}
 	}
+	if key := idempotencyKey(rt, v.Method, v.URL, body); key != "" && header.Get(IdempotencyKeyHeader) == "" {
+		header.Set(IdempotencyKeyHeader, key)
+	}
 	var tc *tls.Config
 	if v.TLSConfig != nil {
 		var err error
@@ -156,6 +161,42 @@ func (h *httpDoer) request(ctx context.Context, v wfhttp.RequestVars, rt provide
 		return nil, err
 	}
 	return &wfhttp.ResponseVars{Body: string(b), Header: resp.Header, Trailer: resp.Trailer, StatusCode: resp.StatusCode}, nil
+}
+
+// IdempotencyKeyHeader is the header (IETF draft "The Idempotency-Key
+// HTTP Header Field") oamflow adds to the requests of workflow steps that
+// are not GET, HEAD or OPTIONS, unless the step sets it itself.
+const IdempotencyKeyHeader = "Idempotency-Key"
+
+// idempotencyKey identifies one execution of a request by a workflow step,
+// the same on every repeat of that execution: the request's method, URL
+// and body, the step's name, the revision it runs for and the
+// Application's UID (a new Application of the same name makes other
+// keys). A request is made again when its result could not be recorded
+// (the controller was killed, or the write of the workflow state failed,
+// after the request and before the record): the receiver can tell the
+// repeat by the key. "" when the request is not a workflow step's or
+// only reads.
+func idempotencyKey(rt providertypes.RuntimeParams, method, url, body string) string {
+	switch strings.ToUpper(method) {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions:
+		return ""
+	}
+	if rt.ProcessContext == nil || rt.WorkflowContext == nil || rt.WorkflowContext.GetStore() == nil {
+		return ""
+	}
+	var uid string
+	for _, o := range rt.WorkflowContext.GetStore().OwnerReferences {
+		if o.Kind == "Application" {
+			uid = string(o.UID)
+		}
+	}
+	rev, step := rt.ProcessContext.GetData("appRevision"), rt.ProcessContext.GetData(model.ContextStepName)
+	if uid == "" || rev == nil || step == nil {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(strings.Join([]string{uid, fmt.Sprint(rev), fmt.Sprint(step), strings.ToUpper(method), url, body}, "\x00")))
+	return hex.EncodeToString(sum[:16])
 }
 
 func headers(m map[string]string) http.Header {

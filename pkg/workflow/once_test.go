@@ -445,3 +445,67 @@ func TestSideEffectsTooLarge(t *testing.T) {
 		})
 	}
 }
+
+// TestIdempotencyKey: a step's POST carries an Idempotency-Key that is the
+// same when the execution is repeated because its result was lost (a new
+// engine, as after a controller restart, with no stored context), and
+// differs for another revision's run; a GET carries none.
+func TestIdempotencyKey(t *testing.T) {
+	var mu sync.Mutex
+	var keys []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Method+" "+r.Header.Get(IdempotencyKeyHeader))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	t.Cleanup(srv.Close)
+	seen := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := keys
+		keys = nil
+		return out
+	}
+	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+		{Name: "notify", Type: "kubevela-webhook", Properties: map[string]any{"url": map[string]any{"value": srv.URL}, "data": map[string]any{"b": 2}}},
+	}}
+	h := newHarness(t, wf, Options{})
+	withTemplates(h, map[string]string{"kubevela-webhook": kubevelaStep(t, "webhook")})
+	res := h.until(20*time.Second, finished)
+	require.Equal(t, wfv1alpha1.WorkflowStateSucceeded, res.Status.Status, "%+v", res.Status)
+	first := seen()
+	require.Len(t, first, 1)
+	assert.Regexp(t, `^POST [0-9a-f]{32}$`, first[0])
+
+	// The result is lost: the run starts over on a fresh engine with no
+	// stored state (the context ConfigMap is gone).
+	require.NoError(t, h.engine.Reset(context.Background(), h.app))
+	again, err := NewEngine(env(t).Client, Options{HTTP: allowLoopback(t)})
+	require.NoError(t, err)
+	h.engine, h.run.Status = again, nil
+	res = h.until(20*time.Second, finished)
+	require.Equal(t, wfv1alpha1.WorkflowStateSucceeded, res.Status.Status, "%+v", res.Status)
+	assert.Equal(t, first, seen(), "a repeat of the same execution carries the same key")
+
+	// Another revision: another execution, another key.
+	require.NoError(t, h.engine.Reset(context.Background(), h.app))
+	h.run.Status, h.run.Revision = nil, h.app.Name+"-v2"
+	h.run.Context = map[string]any{"appName": h.app.Name, "appRevision": h.app.Name + "-v2"}
+	res = h.until(20*time.Second, finished)
+	require.Equal(t, wfv1alpha1.WorkflowStateSucceeded, res.Status.Status, "%+v", res.Status)
+	next := seen()
+	require.Len(t, next, 1)
+	assert.NotEqual(t, first, next, "another revision's run carries another key")
+
+	// A GET only reads: no key.
+	get := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+		{Name: "ask", Type: "kubevela-request", Properties: map[string]any{"url": srv.URL, "method": "GET"}},
+	}}
+	h = newHarness(t, get, Options{})
+	withTemplates(h, map[string]string{"kubevela-request": kubevelaStep(t, "request")})
+	res = h.until(20*time.Second, finished)
+	require.Equal(t, wfv1alpha1.WorkflowStateSucceeded, res.Status.Status, "%+v", res.Status)
+	assert.Equal(t, []string{"GET "}, seen())
+}
