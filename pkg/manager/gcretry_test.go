@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
@@ -71,10 +72,14 @@ components:
 	waitRevision(t, app, "gcretry-v1")
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "gcretry-b"}, &corev1.ConfigMap{}))
 
-	live := &v1beta1.Application{}
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(app), live))
-	live.Spec.Components = live.Spec.Components[:1]
-	require.NoError(t, env.Client.Update(ctx, live))
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live := &v1beta1.Application{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(app), live); err != nil {
+			return err
+		}
+		live.Spec.Components = live.Spec.Components[:1]
+		return env.Client.Update(ctx, live)
+	}))
 	waitRevision(t, app, "gcretry-v2")
 
 	require.Eventually(t, func() bool {
