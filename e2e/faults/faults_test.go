@@ -234,7 +234,7 @@ func TestFaults(t *testing.T) {
 	var last error
 	convergeErr := wait.PollUntilContextTimeout(ctx, time.Second, p.converge, true, func(ctx context.Context) (bool, error) {
 		for i := range want {
-			if last = converged(ctx, cs, i, want); last != nil {
+			if last = converged(ctx, cs, uids, i, want); last != nil {
 				return false, nil
 			}
 		}
@@ -247,7 +247,7 @@ func TestFaults(t *testing.T) {
 		v.add("not converged %s after the last fault: %v", p.converge, last)
 		// Say what every Application lacks, not only the first.
 		for i := range want {
-			if err := converged(ctx, cs, i, want); err != nil {
+			if err := converged(ctx, cs, uids, i, want); err != nil {
 				v.add("app-%d (%s): %v", i, kindOf(i), err)
 			}
 		}

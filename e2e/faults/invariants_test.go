@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
@@ -57,7 +58,11 @@ type expectedDeployment struct {
 	replicas int // 0: not checked
 }
 
-func expectedDeployments(i int, w desired) map[string]map[string]expectedDeployment {
+// sideSeen says kindGC's <app>-side was seen in this life of the
+// Application: a revision holding it was deployed, so keepLegacyResource
+// keeps it. (The spec asking for it is not enough: a change made a moment
+// later may supersede it before any reconcile deploys it.)
+func expectedDeployments(i int, w desired, sideSeen bool) map[string]map[string]expectedDeployment {
 	name := appName(i)
 	out := map[string]map[string]expectedDeployment{}
 	if !w.exists {
@@ -68,7 +73,7 @@ func expectedDeployments(i int, w desired) map[string]map[string]expectedDeploym
 	}
 	k := kindOf(i)
 	set := map[string]expectedDeployment{name + "-web": {image: w.image, replicas: w.replicas}}
-	if w.side || (k == kindGC && w.sideEver) {
+	if w.side || (k == kindGC && sideSeen) {
 		set[name+"-side"] = expectedDeployment{image: "nginx:1", replicas: 1}
 	}
 	switch k {
@@ -95,7 +100,7 @@ func expectedDeployments(i int, w desired) map[string]map[string]expectedDeploym
 // converged reports why Application i is not (yet) as w says: the
 // Application itself, its Deployments on every cluster, its shared
 // ConfigMap, its Helm release and its trackers. nil means converged.
-func converged(ctx context.Context, cs clusters, i int, all []desired) error {
+func converged(ctx context.Context, cs clusters, uids *uidWatch, i int, all []desired) error {
 	w := all[i]
 	hub := cs[v1beta1.ClusterLocal]
 	name := appName(i)
@@ -111,7 +116,7 @@ func converged(ctx context.Context, cs clusters, i int, all []desired) error {
 	case w.exists && (app.Status.Phase != common.ApplicationRunning || app.Status.ObservedGeneration != app.Generation):
 		return fmt.Errorf("%s: phase %q at generation %d of %d", name, app.Status.Phase, app.Status.ObservedGeneration, app.Generation)
 	}
-	want := expectedDeployments(i, w)
+	want := expectedDeployments(i, w, w.exists && uids.sideSeen(app.UID))
 	for cluster, c := range cs {
 		deps := &appsv1.DeploymentList{}
 		if err := c.List(ctx, deps, client.InNamespace(namespace)); err != nil {
@@ -296,6 +301,15 @@ func metaItems(list client.ObjectList) ([]metav1.Object, error) {
 type uidWatch struct {
 	mu   sync.Mutex
 	seen map[string]string
+	// sides are the Application UIDs (lives) of kindGC whose <app>-side
+	// Deployment was seen.
+	sides map[types.UID]bool
+}
+
+func (u *uidWatch) sideSeen(app types.UID) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.sides[app]
 }
 
 // check looks at Application i once (it may be in any state).
@@ -313,12 +327,17 @@ func (u *uidWatch) check(ctx context.Context, cs clusters, i int, v *violations)
 		hub.Get(ctx, key, after) != nil || after.UID != before.UID || after.DeletionTimestamp != nil {
 		return
 	}
+	side := &appsv1.Deployment{}
+	sideUp := kindOf(i) == kindGC && c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: appName(i) + "-side"}, side) == nil && side.DeletionTimestamp == nil
 	k := cluster + "/" + string(before.UID)
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	v.checked(1)
 	if u.seen == nil {
-		u.seen = map[string]string{}
+		u.seen, u.sides = map[string]string{}, map[types.UID]bool{}
+	}
+	if sideUp {
+		u.sides[before.UID] = true
 	}
 	old, ok := u.seen[k]
 	switch {

@@ -91,9 +91,9 @@ type desired struct {
 	image   string
 	// replicas is the scaler's (and the chart's replicaCount).
 	replicas int
-	// side: a second component <app>-side; sideEver: it was there at some
-	// point of this life (kindGC keeps it).
-	side, sideEver bool
+	// side: a second component <app>-side (kindGC keeps it once deployed:
+	// see expectedDeployments).
+	side bool
 	// wide: kindMulti deploys to member-2 as well.
 	wide bool
 	// byHand: kindApplyOnce's web Deployment was scaled by hand to this
@@ -123,7 +123,6 @@ func mutate(rng *rand.Rand, k kind, w *desired) (what string, handScale bool) {
 		return fmt.Sprintf("topology wide=%v", w.wide), false
 	case (k == kindLocal || k == kindMulti || k == kindGC) && n < 6:
 		w.side = !w.side
-		w.sideEver = w.sideEver || w.side
 		return fmt.Sprintf("side=%v", w.side), false
 	case k != kindApplyOnce && n < 8:
 		w.replicas = 1 + rng.IntN(3)
