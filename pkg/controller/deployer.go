@@ -93,9 +93,19 @@ func (c *renderCache) take(af *appfile.AppFile, req workflow.ComponentRequest) (
 }
 
 var (
-	_ workflow.Deployer      = (*appDeployer)(nil)
-	_ workflow.DeployPlanner = (*appDeployer)(nil)
+	_ workflow.Deployer        = (*appDeployer)(nil)
+	_ workflow.DeployPlanner   = (*appDeployer)(nil)
+	_ workflow.ComponentLister = (*appDeployer)(nil)
 )
+
+// ComponentNames implements workflow.ComponentLister.
+func (d *appDeployer) ComponentNames() []string {
+	names := make([]string, 0, len(d.af.Components))
+	for _, c := range d.af.Components {
+		names = append(names, c.Name)
+	}
+	return names
+}
 
 func (d *appDeployer) Component(name string) (workflow.Component, bool) {
 	c := d.af.Component(name)

@@ -188,6 +188,8 @@ type runKey struct{}
 type runValues struct {
 	deployer Deployer
 	services *serviceCollector
+	// flow is the run's component-level data flow (nil: none).
+	flow *dataFlow
 
 	mu sync.Mutex
 	// failures are the messages steps failed with (fail), by step ID.

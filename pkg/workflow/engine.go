@@ -372,6 +372,8 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 	// Steps whose dependency failed are skipped, saying which (skip.go).
 	g := newGuard(run.Plan)
 	g.unprovided = e.unprovided(ctx, run.Plan, templates)
+	g.flow = newDataFlow(ctx, run.Plan, run.Deployer)
+	rv.flow = g.flow
 	runners = g.wrap(runners)
 	// The library skips a pass when the status has fewer steps than its
 	// last pass saw (a stale read). Here a stale read cannot be stored (the
@@ -548,8 +550,8 @@ func failStuck(st *wfv1alpha1.WorkflowRunStatus, g *guard) bool {
 	}
 	var names []string
 	for _, p := range pending {
-		if why, blocked := g.blocked(p.Name, byName); blocked {
-			*p = skip(p.Name, why, byName)
+		if b, blocked := g.blocked(p.Name, byName); blocked {
+			*p = b.status(p.Name, byName)
 			continue
 		}
 		what := strings.TrimPrefix(strings.TrimPrefix(p.Message, "Pending on Input: "), "Pending on DependsOn: ")

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -112,6 +113,16 @@ func (d *fakeDeployer) count(comp string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.applied[comp]
+}
+
+// ComponentNames implements ComponentLister.
+func (d *fakeDeployer) ComponentNames() []string {
+	names := make([]string, 0, len(d.components))
+	for n := range d.components {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func (d *fakeDeployer) Component(name string) (Component, bool) {

@@ -222,7 +222,11 @@ func prepare(ctx context.Context, comp Component, p componentParams, rt provider
 	for _, in := range comp.Inputs {
 		v, err := readVar(rt.WorkflowContext, in.From)
 		if err != nil {
-			return ComponentRequest{}, fmt.Sprintf("component %q waits for input %q", comp.Name, in.From), nil
+			var source string
+			if run, ok := runFrom(ctx); ok {
+				source = run.flow.source(in.From)
+			}
+			return ComponentRequest{}, fmt.Sprintf("component %q waits for input %q%s", comp.Name, in.From, source), nil
 		}
 		if in.ParameterKey == "" {
 			continue

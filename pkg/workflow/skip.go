@@ -20,11 +20,15 @@ import (
 // for good between passes (oamflow's retry limit) waited for the input
 // until the run was failed as stuck.
 //
-// The guard below decides first: a step (or sub-step) without `if` whose
-// dependency failed — a dependsOn step that did not succeed, the step
-// producing one of its inputs, or in StepByStep an earlier step — is
-// skipped, without running, its message naming the failed step. Steps with
-// `if` (always, or a condition on status) keep the library's rules.
+// The guard below decides first, for a step (or sub-step) without `if`:
+// when the step producing one of its inputs failed (a step-level input, or
+// a component-level input of a component it deploys, dataflow.go), the
+// value cannot arrive and the step fails (reason Input) without running,
+// its message naming the input, the producing step and component; when
+// another dependency failed — a dependsOn step that did not succeed, or in
+// StepByStep an earlier step — it is skipped, without running, its message
+// naming the failed step. Steps with `if` (always, or a condition on
+// status) keep the library's rules.
 
 // depSkipPrefix starts the message of a step skipped by the guard.
 const depSkipPrefix = "not run: "
@@ -47,6 +51,25 @@ type guard struct {
 	// unprovided are the steps that fail without running, by name
 	// (unprovided.go).
 	unprovided map[string]unprovidedStep
+	// flow is the component-level data flow (nil: none).
+	flow *dataFlow
+}
+
+// block is why a step must not run: it is skipped, or failed when an
+// input it needs cannot arrive.
+type block struct {
+	why  string
+	fail bool
+}
+
+// status returns the status of step name blocked for b; its id is the
+// one st has, else a new one as the library would give.
+func (b block) status(name string, st map[string]wfv1alpha1.StepStatus) wfv1alpha1.StepStatus {
+	s := skip(name, b.why, st)
+	if b.fail {
+		s.Phase, s.Reason = wfv1alpha1.WorkflowStepPhaseFailed, wftypes.StatusReasonInput
+	}
+	return s
 }
 
 func newGuard(p Plan) *guard {
@@ -112,39 +135,62 @@ func skippedByGuard(s wfv1alpha1.StepStatus) bool {
 }
 
 // blocked returns why step name must not run given the step statuses st
-// (by name), or ok false when the guard does not decide.
-func (g *guard) blocked(name string, st map[string]wfv1alpha1.StepStatus) (string, bool) {
+// (by name), or ok false when the guard does not decide. An input whose
+// producer failed comes first: the step fails rather than being skipped.
+func (g *guard) blocked(name string, st map[string]wfv1alpha1.StepStatus) (block, bool) {
 	d, known := g.steps[name]
 	if !known || d.conditional {
-		return "", false
+		return block{}, false
 	}
-	why := func(dep string, s wfv1alpha1.StepStatus) string {
+	state := func(s wfv1alpha1.StepStatus) string {
 		switch {
 		case skippedByGuard(s):
-			return fmt.Sprintf("%sstep %q was not run (%s)", depSkipPrefix, dep, strings.TrimPrefix(s.Message, depSkipPrefix))
+			return fmt.Sprintf("was not run (%s)", strings.TrimPrefix(s.Message, depSkipPrefix))
 		case s.Phase == wfv1alpha1.WorkflowStepPhaseSkipped:
-			return fmt.Sprintf("%sstep %q, which it depends on, was skipped", depSkipPrefix, dep)
+			return "was skipped"
+		case strings.HasPrefix(s.Message, depSkipPrefix):
+			return fmt.Sprintf("failed (%s)", strings.TrimPrefix(s.Message, depSkipPrefix))
 		}
-		return fmt.Sprintf("%sstep %q failed", depSkipPrefix, dep)
+		return "failed"
+	}
+	gone := func(s wfv1alpha1.StepStatus) bool { return failedForGood(s) || skippedByGuard(s) }
+	for _, in := range d.inputs {
+		for _, dep := range g.producers(in) {
+			if s, ok := st[dep]; ok && gone(s) {
+				return block{fail: true, why: fmt.Sprintf("%sinput %q cannot arrive: step %q, which produces it, %s", depSkipPrefix, in, dep, state(s))}, true
+			}
+		}
+	}
+	if g.flow != nil {
+		for _, in := range g.flow.consumes[name] {
+			for _, p := range g.flow.producers(in) {
+				if s, ok := st[p.step]; ok && p.step != name && gone(s) {
+					return block{fail: true, why: fmt.Sprintf("%sinput %q cannot arrive: step %q, which deploys component %q producing it, %s",
+						depSkipPrefix, in, p.step, p.component, state(s))}, true
+				}
+			}
+		}
+	}
+	why := func(dep string, s wfv1alpha1.StepStatus) block {
+		switch {
+		case skippedByGuard(s):
+			return block{why: fmt.Sprintf("%sstep %q was not run (%s)", depSkipPrefix, dep, strings.TrimPrefix(s.Message, depSkipPrefix))}
+		case s.Phase == wfv1alpha1.WorkflowStepPhaseSkipped:
+			return block{why: fmt.Sprintf("%sstep %q, which it depends on, was skipped", depSkipPrefix, dep)}
+		}
+		return block{why: fmt.Sprintf("%sstep %q failed", depSkipPrefix, dep)}
 	}
 	for _, dep := range d.dependsOn {
 		if s, ok := st[dep]; ok && StepFinished(s.Phase, s.Reason) && s.Phase != wfv1alpha1.WorkflowStepPhaseSucceeded {
 			return why(dep, s), true
 		}
 	}
-	for _, in := range d.inputs {
-		for _, dep := range g.producers(in) {
-			if s, ok := st[dep]; ok && (failedForGood(s) || skippedByGuard(s)) {
-				return why(dep, s), true
-			}
-		}
-	}
 	for _, dep := range d.before {
-		if s, ok := st[dep]; ok && (failedForGood(s) || skippedByGuard(s)) {
+		if s, ok := st[dep]; ok && gone(s) {
 			return why(dep, s), true
 		}
 	}
-	return "", false
+	return block{}, false
 }
 
 // skip returns the status of step name skipped for why; its id is the
@@ -186,8 +232,11 @@ func (r guardedRunner) Pending(ctx monitorContext.Context, wfCtx wfContext.Conte
 // retry judged as a first run, see retry.go), a step group with its
 // sub-steps guarded too.
 func (r guardedRunner) Run(wfCtx wfContext.Context, opts *wftypes.TaskRunOptions) (wfv1alpha1.StepStatus, *wftypes.Operation, error) {
-	if why, blocked := r.g.blocked(r.Name(), opts.StepStatus); blocked {
-		return skip(r.Name(), why, opts.StepStatus), &wftypes.Operation{Skip: true}, nil
+	if b, blocked := r.g.blocked(r.Name(), opts.StepStatus); blocked {
+		if b.fail {
+			return b.status(r.Name(), opts.StepStatus), &wftypes.Operation{}, nil
+		}
+		return b.status(r.Name(), opts.StepStatus), &wftypes.Operation{Skip: true}, nil
 	}
 	if u, ok := r.g.unprovided[r.Name()]; ok {
 		st, op := u.fail(r.Name(), opts.StepStatus)

@@ -7,6 +7,7 @@ import (
 
 	oamv1alpha1 "github.com/kubevela/pkg/apis/oam/v1alpha1"
 	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
+	wftypes "github.com/kubevela/workflow/pkg/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -14,9 +15,10 @@ import (
 )
 
 // TestFailedDependencySkipsWithReason: a step that cannot run because a
-// step it depends on (dependsOn, or an input only that step produces)
-// failed at run time is skipped, its message naming the failed step, and
-// nothing of it is applied.
+// step it depends on failed at run time is not run, its message naming
+// the failed step, and nothing of it is applied: skipped for a dependsOn
+// or an earlier step, failed (reason Input) for an input only that step
+// produces, since the value cannot arrive.
 func TestFailedDependencySkipsWithReason(t *testing.T) {
 	output := func(s *appfile.WorkflowStep) {
 		s.Outputs = oamv1alpha1.StepOutputs{{Name: "img", ValueFrom: "output.data.image"}}
@@ -33,14 +35,21 @@ func TestFailedDependencySkipsWithReason(t *testing.T) {
 		retryable bool
 		// skipped is the path of the dependent step.
 		skipped string
+		// failed: the dependent step fails (its input cannot arrive)
+		// rather than being skipped.
+		failed bool
 	}{
 		{reason: "DAG, input from the failed step", wf: &appfile.Workflow{Mode: "DAG", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
 			applyStep("broken", "bad", output),
 			applyStep("dependent", "b", input),
-		}}, skipped: "dependent"},
+		}}, skipped: "dependent", failed: true},
 		{reason: "StepByStep, input and dependsOn, the dependency out of retries", wf: &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
 			applyStep("broken", "bad", output),
 			applyStep("dependent", "b", input, dependsOn),
+		}}, retryable: true, skipped: "dependent", failed: true},
+		{reason: "StepByStep, dependsOn, the dependency out of retries", wf: &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+			applyStep("broken", "bad", output),
+			applyStep("dependent", "b", dependsOn),
 		}}, retryable: true, skipped: "dependent"},
 		{reason: "StepByStep, the step after a failed one", wf: &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
 			applyStep("broken", "bad"),
@@ -54,13 +63,13 @@ func TestFailedDependencySkipsWithReason(t *testing.T) {
 			applyStep("dependent", "b", func(s *appfile.WorkflowStep) {
 				s.Inputs = oamv1alpha1.StepInputs{{From: "img2", ParameterKey: "properties.upstream"}}
 			}),
-		}}, skipped: "dependent"},
+		}}, skipped: "dependent", failed: true},
 		{reason: "sub-steps of a group, input from a failed sibling", wf: &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
 			{Name: "group", Type: "step-group", SubSteps: []*appfile.WorkflowStep{
 				applyStep("broken", "bad", output),
 				applyStep("dependent", "b", input),
 			}},
-		}}, skipped: "group/dependent"},
+		}}, skipped: "group/dependent", failed: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -92,7 +101,13 @@ func TestFailedDependencySkipsWithReason(t *testing.T) {
 				}
 			}
 			require.NotNil(t, dep, "no status for %s: %+v", tc.skipped, res.Status)
-			assert.Equal(t, skipped, dep.Phase, "%+v", dep)
+			if tc.failed {
+				assert.Equal(t, failed, dep.Phase, "%+v", dep)
+				assert.Equal(t, wftypes.StatusReasonInput, dep.Reason)
+				assert.Contains(t, dep.Message, "cannot arrive")
+			} else {
+				assert.Equal(t, skipped, dep.Phase, "%+v", dep)
+			}
 			assert.Contains(t, dep.Message, `"broken"`)
 			assert.Contains(t, dep.Message, "failed")
 			assert.Equal(t, 0, h.deployer.count("b"), "nothing of the dependent applied")

@@ -20,6 +20,12 @@ const (
 	StepTypeStepGroup = appfile.StepTypeStepGroup
 )
 
+// Step types that deploy components of the Application.
+const (
+	StepTypeApplyComponent = appfile.StepTypeApplyComponent
+	StepTypeDeploy         = appfile.StepTypeDeploy
+)
+
 // Plan is a workflow ready to run: the steps in the engine's form and the
 // execution modes.
 type Plan struct {

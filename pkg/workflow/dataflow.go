@@ -1,0 +1,191 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	oamv1alpha1 "github.com/kubevela/pkg/apis/oam/v1alpha1"
+)
+
+// Data flow between the components of different steps.
+//
+// A component's outputs are exported by the step deploying it (a deploy
+// step, whatever the clusters of its policies, or an apply-component
+// step), and a component's inputs are read by the step deploying it: so a
+// database deployed to one cluster hands its address to a web tier
+// deployed to another by a later (or parallel) step. The engine knows
+// nothing of these component-level inputs; dataFlow works out which step
+// produces each, so that a consumer waiting for one names the producer,
+// and a consumer whose producer failed fails at once (skip.go) instead of
+// waiting until its timeout.
+
+// ComponentLister is implemented by Deployers that can list the
+// Application's components; without it a run knows no component-level
+// data flow (waiting consumers do not name the producer, and fail only at
+// their timeout when it fails).
+type ComponentLister interface {
+	// ComponentNames are the names of the Application's components, in
+	// spec order.
+	ComponentNames() []string
+}
+
+// producer is a component whose output a step exports.
+type producer struct {
+	step, component string
+}
+
+// dataFlow is the component-level data flow of one run's plan.
+type dataFlow struct {
+	// sources maps each component output name to its producers.
+	sources map[string][]producer
+	// consumes maps each step (or sub-step) name to the component input
+	// names it reads and that another step produces.
+	consumes map[string][]string
+}
+
+// newDataFlow works out the data flow of p's steps: nil when no component
+// of d has inputs. Which components a step deploys is known for
+// apply-component steps (their component) and deploy steps (the targets
+// of their policies); other step types deploy none.
+func newDataFlow(ctx context.Context, p Plan, d Deployer) *dataFlow {
+	lister, ok := d.(ComponentLister)
+	if !ok {
+		return nil
+	}
+	comps := map[string]Component{}
+	consumers := false
+	for _, name := range lister.ComponentNames() {
+		if c, ok := d.Component(name); ok {
+			comps[name] = c
+			consumers = consumers || len(c.Inputs) > 0
+		}
+	}
+	if !consumers {
+		return nil
+	}
+	f := &dataFlow{sources: map[string][]producer{}, consumes: map[string][]string{}}
+	deployed := map[string][]string{}
+	add := func(s oamv1alpha1.WorkflowStepBase) {
+		names := stepComponents(ctx, s, d)
+		deployed[s.Name] = names
+		for _, c := range names {
+			for _, o := range comps[c].Outputs {
+				f.sources[o.Name] = append(f.sources[o.Name], producer{step: s.Name, component: c})
+			}
+		}
+	}
+	for _, s := range p.Steps {
+		add(s.WorkflowStepBase)
+		for _, sub := range s.SubSteps {
+			add(sub)
+		}
+	}
+	for step, names := range deployed {
+		seen := map[string]bool{}
+		for _, c := range names {
+			for _, in := range comps[c].Inputs {
+				if seen[in.From] || !f.fromOthers(in.From, step) {
+					continue
+				}
+				seen[in.From] = true
+				f.consumes[step] = append(f.consumes[step], in.From)
+			}
+		}
+		sort.Strings(f.consumes[step])
+	}
+	return f
+}
+
+// fromOthers reports whether a step other than step produces from.
+func (f *dataFlow) fromOthers(from, step string) bool {
+	for _, p := range f.producers(from) {
+		if p.step != step {
+			return true
+		}
+	}
+	return false
+}
+
+// producers returns the producers of the variable path from ("a" or "a.b"
+// for an output "a"), ordered by step then component.
+func (f *dataFlow) producers(from string) []producer {
+	if f == nil {
+		return nil
+	}
+	var out []producer
+	for name, ps := range f.sources {
+		if from == name || strings.HasPrefix(from, name+".") {
+			out = append(out, ps...)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].step != out[j].step {
+			return out[i].step < out[j].step
+		}
+		return out[i].component < out[j].component
+	})
+	return out
+}
+
+// source describes where input from comes from: `, the output of
+// component "db" (step "deploy-db")`, or "" when no step is known to
+// produce it.
+func (f *dataFlow) source(from string) string {
+	ps := f.producers(from)
+	if len(ps) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(ps))
+	for _, p := range ps {
+		parts = append(parts, fmt.Sprintf("component %q (step %q)", p.component, p.step))
+	}
+	return ", the output of " + strings.Join(parts, " or ")
+}
+
+// stepComponents are the components step s deploys.
+func stepComponents(ctx context.Context, s oamv1alpha1.WorkflowStepBase, d Deployer) []string {
+	props := map[string]any{}
+	if s.Properties != nil && len(s.Properties.Raw) > 0 {
+		if err := json.Unmarshal(s.Properties.Raw, &props); err != nil {
+			return nil
+		}
+	}
+	switch s.Type {
+	case StepTypeApplyComponent:
+		if name, ok := props["component"].(string); ok && name != "" {
+			return []string{name}
+		}
+	case StepTypeDeploy:
+		planner, ok := d.(DeployPlanner)
+		if !ok {
+			return nil
+		}
+		var policies []string
+		list, _ := props["policies"].([]any)
+		for _, v := range list {
+			if name, ok := v.(string); ok {
+				policies = append(policies, name)
+			}
+		}
+		targets, err := planner.PlanDeploy(ctx, policies)
+		if err != nil {
+			// The step fails saying why when it runs.
+			return nil
+		}
+		seen := map[string]bool{}
+		var out []string
+		for _, t := range targets {
+			for _, c := range t.Components {
+				if !seen[c] {
+					seen[c] = true
+					out = append(out, c)
+				}
+			}
+		}
+		return out
+	}
+	return nil
+}
