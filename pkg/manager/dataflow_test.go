@@ -99,9 +99,9 @@ func TestCrossClusterDataFlow(t *testing.T) {
 				name := "flow-" + map[string]string{"StepByStep": "seq", "DAG": "dag"}[mode]
 				app := dataflowApp(t, ns, name, `{ports: [{port: 5432}]}`, mode)
 				require.NoError(t, c.Create(ctx, app))
-				t.Cleanup(func() { _ = c.Delete(ctx, app) })
+				defer deleteApp(t, app)
 				got := waitPhase(t, app, common.ApplicationRunning, common.ApplicationWorkflowFailed)
-				require.Equal(t, common.ApplicationRunning, got.Status.Phase, "%+v", got.Status.Workflow)
+				require.Equal(t, common.ApplicationRunning, got.Status.Phase, dumpWorkflow(got))
 
 				svc := &corev1.Service{}
 				require.NoError(t, east.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, svc))
@@ -120,7 +120,7 @@ func TestCrossClusterDataFlow(t *testing.T) {
 		// (Invalid), which is terminal.
 		app := dataflowApp(t, ns, "flow-broken", `{type: Bogus, ports: [{port: 5432}]}`, "DAG")
 		require.NoError(t, c.Create(ctx, app))
-		t.Cleanup(func() { _ = c.Delete(ctx, app) })
+		defer deleteApp(t, app)
 		got := &v1beta1.Application{}
 		if !assert.Eventually(t, func() bool {
 			return c.Get(ctx, client.ObjectKeyFromObject(app), got) == nil && got.Status.Phase == common.ApplicationWorkflowFailed
@@ -140,6 +140,18 @@ func TestCrossClusterDataFlow(t *testing.T) {
 		assert.Contains(t, steps["deploy-web"], `"db-host"`, "the consumer names the value")
 		assert.True(t, apierrors.IsNotFound(west.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &corev1.ConfigMap{})), "nothing applied for the consumer")
 	})
+}
+
+// deleteApp deletes app and waits until it is gone, while its member
+// clusters still run (a later test's manager would otherwise finish the
+// deletion against members that are gone).
+func deleteApp(t *testing.T, app *v1beta1.Application) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, client.IgnoreNotFound(env.Client.Delete(ctx, app)))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(app), &v1beta1.Application{}))
+	}, 60*time.Second, 200*time.Millisecond, "%s/%s is not deleted", app.Namespace, app.Name)
 }
 
 // dumpWorkflow prints the phase and the workflow steps of app.
