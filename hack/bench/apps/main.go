@@ -8,7 +8,12 @@
 //   - the time from the first create until every Application is `running`,
 //     and the per-Application latency (create → running) p50/p90/max;
 //   - the controller's CPU time (utime+stime from /proc/<pid>/stat) and
-//     peak resident memory (VmHWM from /proc/<pid>/status);
+//     peak resident memory (VmHWM from /proc/<pid>/status), and, sampled
+//     each half second, the peak of its anonymous memory (RssAnon: heap,
+//     stacks) with the file-backed memory (RssFile) beside it — on this
+//     machine's kernel a Go binary's text and read-only data are nearly
+//     all resident from the start, so RssFile is about the binary's size
+//     (~85 MiB for oamflow-controller) whatever the load;
 //   - API requests per Application until all are running: the controller's
 //     own (rest_client_requests_total from its metrics endpoint, exact) and
 //     the apiserver's apiserver_request_total deltas (every client: the
@@ -18,7 +23,8 @@
 //   - the no-op resync cost: after all are running the program waits for
 //     the controller's periodic resync (--resync-period, short here) to
 //     reconcile every Application once more, and counts the requests in
-//     that window — the controller's writes must be 0.
+//     that window — the controller's writes must be 0 — and the CPU time
+//     from the window's first reconcile until the queue is quiet.
 //
 // Each N runs on a fresh cluster in a temporary state directory.
 //
@@ -228,6 +234,14 @@ type result struct {
 	// VmHWM at the end.
 	cpuRunning, cpuTotal time.Duration
 	rssPeakKiB           int64
+	// anonPeakKiB is the highest anonymous resident memory (RssAnon: the
+	// Go heap, stacks, runtime) seen by sampling every process each
+	// half second, fileKiB its file-backed resident memory then (RssFile:
+	// mostly the binary's own pages, mapped at start).
+	anonPeakKiB, fileKiB int64
+	// resyncCPU is the controller CPU time from the first reconcile of the
+	// resync window until it was quiet.
+	resyncCPU time.Duration
 	// procs are the figures of each controller process (one without
 	// sharding); shardApps counts the Applications labelled per shard.
 	procs     []procFigures
@@ -322,6 +336,9 @@ func measure(ctx context.Context, c config, n int, keep bool, errOut io.Writer) 
 		return r, err
 	}
 
+	sampling, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	rss := sampleRSS(sampling, proc)
 	if c.profileDir != "" {
 		go proc.procs[0].save(fmt.Sprintf("/debug/pprof/profile?seconds=%d", c.cpuSeconds), filepath.Join(c.profileDir, fmt.Sprintf("%d-cpu.pprof", n)), errOut)
 	}
@@ -390,6 +407,11 @@ wait:
 	var ctrlB metricsSnapshot
 	quietSince := time.Time{}
 	last := ctrlA.reconciles
+	cpuBefore, err := proc.cpu()
+	if err != nil {
+		return r, err
+	}
+	var resyncFrom time.Duration
 	for {
 		if time.Now().After(limit) {
 			return r, fmt.Errorf("no resync of all %d Applications within %s (reconciles in the window: %.0f)", n, 2*c.resync+time.Minute, ctrlB.reconciles-ctrlA.reconciles)
@@ -402,10 +424,19 @@ wait:
 		if ctrlB, err = proc.metrics(); err != nil {
 			return r, err
 		}
+		cpuNow, err := proc.cpu()
+		if err != nil {
+			return r, err
+		}
 		if ctrlB.reconciles != last || ctrlB.queueDepth > 0 {
+			if quietSince.IsZero() {
+				resyncFrom = cpuBefore // the resync began after the last poll
+			}
 			last, quietSince = ctrlB.reconciles, time.Now()
+			cpuBefore = cpuNow
 			continue
 		}
+		cpuBefore = cpuNow
 		if ctrlB.reconciles-ctrlA.reconciles >= float64(n) && time.Since(quietSince) > 3*time.Second {
 			break
 		}
@@ -416,6 +447,7 @@ wait:
 	}
 	r.resyncWindow = time.Since(t0)
 	r.resyncReconciles = ctrlB.reconciles - ctrlA.reconciles
+	r.resyncCPU = cpuBefore - resyncFrom
 	r.ctrlResync = delta(ctrlB.requests, ctrlA.requests)
 	r.apiResync = delta(apiB, apiA)
 	if r.cpuTotal, err = proc.cpu(); err != nil {
@@ -427,6 +459,8 @@ wait:
 	for _, f := range r.procs {
 		r.rssPeakKiB = max(r.rssPeakKiB, f.rssPeakKiB)
 	}
+	stopSampling()
+	r.anonPeakKiB, r.fileKiB = rss()
 	if c.shards > 0 {
 		if r.shardApps, err = countShards(ctx, cl); err != nil {
 			return r, err
@@ -995,6 +1029,7 @@ func report(w io.Writer, c config, r *result) {
 	fmt.Fprintf(tw, "controller CPU until all running\t%.1f CPU-s (%.0f ms per app)\n", r.cpuRunning.Seconds(), r.cpuRunning.Seconds()*1000/n)
 	fmt.Fprintf(tw, "controller CPU at the end\t%.1f CPU-s\n", r.cpuTotal.Seconds())
 	fmt.Fprintf(tw, "controller peak RSS (VmHWM)\t%d MiB\n", r.rssPeakKiB/1024)
+	fmt.Fprintf(tw, "  of which, sampled at its peak\t%d MiB anonymous (heap, stacks), %d MiB file-backed (the binary's pages)\n", r.anonPeakKiB/1024, r.fileKiB/1024)
 	if len(r.procs) > 1 {
 		for _, f := range r.procs {
 			fmt.Fprintf(tw, "  process %s\t%d MiB peak RSS, %.1f CPU-s, %.0f reconciles\n", f.name, f.rssPeakKiB/1024, f.cpu.Seconds(), f.reconciles)
@@ -1011,6 +1046,7 @@ func report(w io.Writer, c config, r *result) {
 	fmt.Fprintf(tw, "controller requests per app on resync\t%.2f reads, %.2f writes (total writes %.0f)\t%s\n", rr/n, rw/n, rw, breakdown(r.ctrlResync, n))
 	if r.resyncReconciles > 0 {
 		fmt.Fprintf(tw, "controller requests per resync reconcile\t%.2f reads, %.2f writes\n", rr/r.resyncReconciles, rw/r.resyncReconciles)
+		fmt.Fprintf(tw, "controller CPU per resync reconcile\t%.1f ms (%.1f CPU-s from its first reconcile until quiet)\n", r.resyncCPU.Seconds()*1000/r.resyncReconciles, r.resyncCPU.Seconds())
 	}
 	sr, sw := readsWrites(r.apiResync)
 	fmt.Fprintf(tw, "apiserver requests in the resync window (all clients)\t%.0f reads, %.0f writes\n", sr, sw)
@@ -1086,6 +1122,68 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// sampleRSS reads the resident memory of every process of s each half
+// second until ctx is done; the function it returns gives the highest sum
+// of their anonymous memory (RssAnon, KiB) seen and the sum of their
+// file-backed memory (RssFile) at that moment. On some kernels (this
+// machine's) nearly all of a binary's text and read-only data is resident
+// from the start, so RssFile is about the binary's size whatever the
+// load; RssAnon is what the work costs.
+func sampleRSS(ctx context.Context, s *controllerSet) func() (anonKiB, fileKiB int64) {
+	var mu sync.Mutex
+	var anonPeak, fileAtPeak int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var anon, file int64
+			for _, p := range s.procs {
+				a, f, err := residentKiB(p.pid())
+				if err != nil {
+					continue
+				}
+				anon, file = anon+a, file+f
+			}
+			mu.Lock()
+			if anon > anonPeak {
+				anonPeak, fileAtPeak = anon, file
+			}
+			mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() (int64, int64) {
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return anonPeak, fileAtPeak
+	}
+}
+
+// residentKiB returns RssAnon and RssFile (KiB) of pid.
+func residentKiB(pid int) (anon, file int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		for key, dst := range map[string]*int64{"RssAnon:": &anon, "RssFile:": &file} {
+			if rest, ok := strings.CutPrefix(line, key); ok {
+				if *dst, err = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64); err != nil {
+					return 0, 0, err
+				}
+			}
+		}
+	}
+	return anon, file, nil
 }
 
 // peakRSS returns VmHWM (peak resident set size, KiB) of pid.
