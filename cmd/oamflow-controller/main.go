@@ -7,11 +7,13 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -115,6 +117,24 @@ func (b optionalBool) Set(s string) error {
 
 func (b optionalBool) IsBoolFlag() bool { return true }
 
+// setMemoryLimit gives the Go runtime a soft memory limit of 90% of the
+// container's (its cgroup's memory limit, e.g. the chart's
+// resources.limits.memory), so that near the limit the garbage collector
+// runs more often instead of letting the heap grow to twice what is live
+// and the container be OOM-killed. GOMEMLIMIT, when set, is used as it
+// is; AUTOMEMLIMIT sets another ratio (0.5) or turns this off ("off").
+// Without a cgroup limit (a developer's machine) nothing changes.
+func setMemoryLimit() {
+	log := ctrl.Log.WithName("setup")
+	limit, err := memlimit.Set(memlimit.WithProvider(memlimit.FromCgroup))
+	switch {
+	case err != nil:
+		log.V(1).Info("no Go memory limit from the container's limit", "reason", err.Error())
+	case limit > 0 && limit < math.MaxInt64:
+		log.Info("Go memory limit", "bytes", limit)
+	}
+}
+
 func main() {
 	o := &manager.Options{}
 	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
@@ -131,6 +151,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "Error:", err)
 		os.Exit(1)
 	}
+	setMemoryLimit()
 	cfg, err := restConfig(o.Kubeconfig)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "Error:", err)
