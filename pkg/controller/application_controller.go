@@ -627,7 +627,7 @@ func (r *Reconciler) panicked(ctx context.Context, s *scope, req ctrl.Request, p
 }
 
 // summarize sets Ready, observedGeneration and the phase, and emits an
-// Event when the phase changed.
+// Event when the phase changed (phaseEventDue).
 func (r *Reconciler) summarize(s *scope, err error) {
 	app := s.app
 	setReadyCondition(app, s.ready)
@@ -636,7 +636,7 @@ func (r *Reconciler) summarize(s *scope, err error) {
 	}
 	phase := computePhase(app)
 	app.Status.Phase = phase
-	if s.before != nil && s.before.Status.Phase != phase {
+	if s.before != nil && phaseEventDue(s.before.Status.Phase, phase) {
 		typ, reason, msg := phaseEvent(app, phase)
 		r.recorder.Event(app, typ, reason, msg)
 		s.log.V(1).Info("phase changed", "from", s.before.Status.Phase, "to", phase)

@@ -371,7 +371,7 @@ func TestExampleAppLifecycle(t *testing.T) {
 	assert.Contains(t, rev1.Spec.TraitDefinitions, "scaler")
 	assert.Contains(t, rev1.Spec.WorkflowStepDefinitions, "apply-component")
 	evs := strings.Join(h.events(), "\n")
-	assert.Contains(t, evs, "Normal RunningWorkflow")
+	assert.NotContains(t, evs, "RunningWorkflow", "a new Application's first phase is no Event")
 	assert.Contains(t, evs, "Normal Running")
 
 	// Scale: a new revision, v1 kept.
@@ -381,6 +381,9 @@ func TestExampleAppLifecycle(t *testing.T) {
 	h.until(app, true, 60*time.Second, func(a *v1beta1.Application) bool {
 		return a.Status.LatestRevision.Name == "shop-v2" && a.Status.Phase == common.ApplicationRunning
 	})
+	evs = strings.Join(h.events(), "\n")
+	assert.Contains(t, evs, "Normal RunningWorkflow", "an update starting the workflow again is an Event")
+	assert.Contains(t, evs, "Normal Running")
 	web, _ = h.deployment("web")
 	assert.Equal(t, int32(3), *web.Spec.Replicas)
 	assert.ElementsMatch(t, []string{"shop-v1", "shop-v2"}, h.revisions("shop"))

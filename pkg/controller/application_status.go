@@ -362,6 +362,20 @@ func phaseEvent(app *v1beta1.Application, phase common.ApplicationPhase) (eventT
 	return eventType, reason, msg
 }
 
+// phaseEventDue reports whether a change of phase from one reconcile to
+// the next is an Event: every change is, except a new Application's first
+// phase when it is runningWorkflow — its creation (creationTimestamp, the
+// user's own action) marks that moment, and the Event would be one more
+// write per Application for nothing the status does not say. A new
+// Application failing, suspended or unhealthy still has its Event, and so
+// has every later change (an update starting its workflow again).
+func phaseEventDue(from, to common.ApplicationPhase) bool {
+	if from == to {
+		return false
+	}
+	return from != "" || to != common.ApplicationRunningWorkflow
+}
+
 // phaseReason is the CamelCase event reason of a phase ("runningWorkflow"
 // → "RunningWorkflow").
 func phaseReason(p common.ApplicationPhase) string {

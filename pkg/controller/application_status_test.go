@@ -185,6 +185,27 @@ func TestPhaseEvent(t *testing.T) {
 	assert.Equal(t, "RunningWorkflow", phaseReason(common.ApplicationRunningWorkflow))
 }
 
+func TestPhaseEventDue(t *testing.T) {
+	cases := []struct {
+		reason   string
+		from, to common.ApplicationPhase
+		want     bool
+	}{
+		{reason: "a new Application starting its workflow: its creation says so", from: "", to: common.ApplicationRunningWorkflow},
+		{reason: "a new Application failing at once", from: "", to: common.ApplicationWorkflowFailed, want: true},
+		{reason: "a new Application running at once", from: "", to: common.ApplicationRunning, want: true},
+		{reason: "a new Application suspended", from: "", to: common.ApplicationWorkflowSuspending, want: true},
+		{reason: "an update starts the workflow again", from: common.ApplicationRunning, to: common.ApplicationRunningWorkflow, want: true},
+		{reason: "the workflow finished", from: common.ApplicationRunningWorkflow, to: common.ApplicationRunning, want: true},
+		{reason: "no change", from: common.ApplicationRunning, to: common.ApplicationRunning},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			assert.Equal(t, tc.want, phaseEventDue(tc.from, tc.to))
+		})
+	}
+}
+
 func TestNeedsReconcile(t *testing.T) {
 	base := appWith(func(a *v1beta1.Application) {
 		a.ResourceVersion = "10"
