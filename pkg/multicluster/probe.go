@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -51,9 +52,15 @@ func (p *Prober) Start(ctx context.Context) error {
 	return nil
 }
 
-// Probe asks each member once and returns, sorted, those whose
-// reachability differs from down (which it updates: true for a member not
-// answering). Members no longer registered are forgotten.
+// probeParallel bounds how many members a Prober asks at once.
+const probeParallel = 16
+
+// Probe asks each member once and returns, in the registry's order
+// (sorted), those whose reachability differs from down (which it updates:
+// true for a member not answering). Members no longer registered are
+// forgotten. Members are asked side by side (at most probeParallel at once), so one
+// that takes its client's whole timeout to fail does not delay noticing
+// the others.
 func (p *Prober) Probe(ctx context.Context, down map[string]bool) []string {
 	log := logf.FromContext(ctx)
 	clusters, err := p.Fleet.List(ctx)
@@ -61,25 +68,38 @@ func (p *Prober) Probe(ctx context.Context, down map[string]bool) []string {
 		log.V(1).Info("not probing member clusters: the registry cannot be read", "reason", err.Error())
 		return nil
 	}
+	var members []string
+	for _, c := range clusters {
+		if !IsLocal(c.Name) && c.Err == nil {
+			members = append(members, c.Name)
+		}
+	}
+	health := make([]Health, len(members))
+	var g errgroup.Group
+	g.SetLimit(probeParallel)
+	for i, name := range members {
+		g.Go(func() error {
+			health[i] = p.Fleet.Health(ctx, name)
+			return nil
+		})
+	}
+	_ = g.Wait() // the probes return no error
 	seen := map[string]bool{}
 	var changed []string
-	for _, c := range clusters {
-		if IsLocal(c.Name) || c.Err != nil {
-			continue
-		}
-		seen[c.Name] = true
-		h := p.Fleet.Health(ctx, c.Name)
-		if h.Reachable == !down[c.Name] {
+	for i, name := range members {
+		h := health[i]
+		seen[name] = true
+		if h.Reachable == !down[name] {
 			continue
 		}
 		if h.Reachable {
-			log.Info("member cluster reachable again", "cluster", c.Name)
-			delete(down, c.Name)
+			log.Info("member cluster reachable again", "cluster", name)
+			delete(down, name)
 		} else {
-			log.Info("member cluster unreachable", "cluster", c.Name, "reason", h.Message)
-			down[c.Name] = true
+			log.Info("member cluster unreachable", "cluster", name, "reason", h.Message)
+			down[name] = true
 		}
-		changed = append(changed, c.Name)
+		changed = append(changed, name)
 	}
 	for name := range down {
 		if !seen[name] {
