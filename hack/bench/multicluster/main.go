@@ -1,7 +1,9 @@
 // Command multicluster benchmarks multi-cluster delivery: one Application
 // of 3 components (two webservices, one exposed with a Service, and a
-// worker) deployed by a topology policy to 1, 2 and 3 member clusters.
-// It starts a hub and 3 members as `oamflow local up` does (kwok fake
+// worker) deployed by a topology policy to 1, 2, 4 and 8 member clusters.
+// It starts a hub and as many members as the largest count as `oamflow
+// local up` does (2 kwok fake nodes each, to keep 9 clusters within one
+// machine's means; kwok
 // nodes), installs oamflow and runs the controller in this process (the
 // code the oamflow-controller binary runs), joins the members through the
 // CLI, then for each member count creates the Application and measures:
@@ -12,13 +14,13 @@
 //     raw, and net of the idle rate measured just before (kube-controller-
 //     manager, scheduler and kwok also talk to every apiserver);
 //
-// and prints the ratio of the 3-cluster time to the 1-cluster time (the
-// deploy step deploys its clusters concurrently, so it should stay well
-// under 3). The Application is deleted (and every cluster cleaned) between
+// and prints the ratio of the largest count's time to the 1-cluster time
+// (the deploy step deploys its clusters concurrently: issue 19 asks that
+// 8 members take less than twice as long as one, CPU allowing). The Application is deleted (and every cluster cleaned) between
 // runs. The numbers of a loaded machine vary: -runs repeats each count and
 // the median is reported.
 //
-//	go run ./hack/bench/multicluster               # -members 1,2,3 -runs 3
+//	go run ./hack/bench/multicluster               # -members 1,2,4,8 -runs 3
 //	go run ./hack/bench/multicluster -runs 1 -v
 package main
 
@@ -30,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,7 +58,7 @@ import (
 )
 
 func main() {
-	members := flag.String("members", "1,2,3", "comma-separated member-cluster counts to deploy to (at most 3)")
+	members := flag.String("members", "1,2,4,8", fmt.Sprintf("comma-separated member-cluster counts to deploy to (at most %d)", maxMembers))
 	runs := flag.Int("runs", 3, "runs per member count (the median is reported)")
 	bin := flag.String("bin", "", "binary directory (default $OAMFLOW_K8S_BIN, then bin/k8s of the repository)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "how long one deploy may take to reach running")
@@ -72,12 +75,15 @@ func main() {
 	}
 }
 
+// maxMembers bounds -members: each member is a whole local control plane.
+const maxMembers = 8
+
 func parseCounts(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > 3 {
-			return nil, fmt.Errorf("-members: %q is not a count from 1 to 3", f)
+		if err != nil || n < 1 || n > maxMembers {
+			return nil, fmt.Errorf("-members: %q is not a count from 1 to %d", f, maxMembers)
 		}
 		out = append(out, n)
 	}
@@ -129,9 +135,9 @@ func run(counts []int, runs int, binFlag string, timeout time.Duration, verbose 
 	}
 	defer func() { _, _ = m.Down(context.Background()) }()
 	o := localcluster.DefaultUpOptions()
-	o.Clusters, o.Nodes, o.NamePrefix = 4, 2, "bench-"
+	o.Clusters, o.Nodes, o.NamePrefix = 1+slices.Max(counts), 2, "bench-"
 	ctx := context.Background()
-	fmt.Fprintln(out, "starting a hub and 3 member clusters…")
+	fmt.Fprintf(out, "starting a hub and %d member clusters…\n", o.Clusters-1)
 	res, err := m.Up(ctx, o)
 	if err != nil {
 		return err
@@ -364,7 +370,7 @@ func report(out io.Writer, counts []int, clusters []*cluster, samples []sample) 
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "Time to running and API requests per cluster during the deploy (median of the runs; net = raw minus the idle rate of that apiserver over the same time)")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	header := "members\truns\ttime to running"
+	header := "members\truns\ttime to running\tnet requests per member"
 	for _, c := range clusters {
 		header += "\t" + c.name + " raw/net"
 	}
@@ -389,7 +395,11 @@ func report(out io.Writer, counts []int, clusters []*cluster, samples []sample) 
 		for _, t := range ts {
 			all = append(all, fmt.Sprintf("%.2f", t))
 		}
-		row := fmt.Sprintf("%d\t%d\t%.2f s (%s)", n, len(ts), times[n], strings.Join(all, ", "))
+		perMember := 0.0
+		for _, c := range clusters[1 : 1+n] {
+			perMember += median(net[c.name]) / float64(n)
+		}
+		row := fmt.Sprintf("%d\t%d\t%.2f s (%s)\t%.0f", n, len(ts), times[n], strings.Join(all, ", "), perMember)
 		for _, c := range clusters {
 			row += fmt.Sprintf("\t%.0f/%.0f", median(raw[c.name]), median(net[c.name]))
 		}
@@ -397,8 +407,9 @@ func report(out io.Writer, counts []int, clusters []*cluster, samples []sample) 
 	}
 	_ = tw.Flush()
 	if t1, ok := times[1]; ok && t1 > 0 {
-		if t3, ok := times[3]; ok {
-			fmt.Fprintf(out, "ratio 3-cluster / 1-cluster time to running: %.2f\n", t3/t1)
+		most := slices.Max(counts)
+		if tn, ok := times[most]; ok && most > 1 {
+			fmt.Fprintf(out, "ratio %d-cluster / 1-cluster time to running: %.2f\n", most, tn/t1)
 		}
 	}
 }
