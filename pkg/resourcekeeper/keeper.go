@@ -85,6 +85,9 @@ type Keeper struct {
 	// orphan: the Application carries FinalizerOrphanResource; whatever
 	// is collected is orphaned instead of deleted.
 	orphan bool
+	// checkedOld is what CheckTrackers found: whether trackers of other
+	// revisions remain (nil: not checked). A Keeper lives one reconcile.
+	checkedOld *bool
 
 	// trackerMu serialises this Keeper's ResourceTracker writes: a deploy
 	// step applies to several clusters at once through one Keeper, and

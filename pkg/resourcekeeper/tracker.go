@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/utils/ptr"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -113,12 +115,29 @@ func (k *Keeper) listTrackers(ctx context.Context, hub client.Client) (*trackers
 	return t, nil
 }
 
+func (k *Keeper) CheckTrackers(ctx context.Context) error {
+	hub, err := k.hub(ctx)
+	if err != nil {
+		return err
+	}
+	t, err := k.listTrackers(ctx, hub)
+	if err != nil {
+		return err
+	}
+	k.checkedOld = ptr.To(len(t.old) > 0)
+	return nil
+}
+
 // HasGarbage reports whether a ResourceTracker of another revision than
 // the Keeper's remains: what it recorded and this revision dropped is
 // still to be collected (GarbageCollect deletes such trackers once done).
-// It reads through the Keeper's tracker client (the cache), so a check
-// in a steady reconcile costs no API request.
+// It answers from what CheckTrackers read in this reconcile, else reads
+// through the Keeper's tracker client (the cache); either way a steady
+// reconcile's check costs no API request and no second listing.
 func (k *Keeper) HasGarbage(ctx context.Context) (bool, error) {
+	if k.checkedOld != nil {
+		return *k.checkedOld, nil
+	}
 	hub, err := k.hub(ctx)
 	if err != nil {
 		return false, err
@@ -128,19 +147,6 @@ func (k *Keeper) HasGarbage(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	return len(t.old) > 0, nil
-}
-
-// CheckTrackers reads and decodes every ResourceTracker of the
-// Application (KubeVela's compressed ones included). An error, a
-// *v1beta1.DecodeError when one cannot be decoded, means the Application
-// must not be touched: nothing applied, nothing collected.
-func (k *Keeper) CheckTrackers(ctx context.Context) error {
-	hub, err := k.hub(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = k.listTrackers(ctx, hub)
-	return err
 }
 
 // AnnoKubeVelaLastApplied is the annotation KubeVela keeps its three-way
