@@ -1029,7 +1029,11 @@ func report(w io.Writer, c config, r *result) {
 	fmt.Fprintf(tw, "controller CPU until all running\t%.1f CPU-s (%.0f ms per app)\n", r.cpuRunning.Seconds(), r.cpuRunning.Seconds()*1000/n)
 	fmt.Fprintf(tw, "controller CPU at the end\t%.1f CPU-s\n", r.cpuTotal.Seconds())
 	fmt.Fprintf(tw, "controller peak RSS (VmHWM)\t%d MiB\n", r.rssPeakKiB/1024)
-	fmt.Fprintf(tw, "  of which, sampled at its peak\t%d MiB anonymous (heap, stacks), %d MiB file-backed (the binary's pages)\n", r.anonPeakKiB/1024, r.fileKiB/1024)
+	which := "  of which, sampled at its peak"
+	if len(r.procs) > 1 {
+		which = "  all processes together, at their anonymous peak"
+	}
+	fmt.Fprintf(tw, "%s\t%d MiB anonymous (heap, stacks), %d MiB file-backed (the binary's pages)\n", which, r.anonPeakKiB/1024, r.fileKiB/1024)
 	if len(r.procs) > 1 {
 		for _, f := range r.procs {
 			fmt.Fprintf(tw, "  process %s\t%d MiB peak RSS, %.1f CPU-s, %.0f reconciles\n", f.name, f.rssPeakKiB/1024, f.cpu.Seconds(), f.reconciles)
