@@ -261,11 +261,14 @@ func (c *Client) Ensure(ctx context.Context, req helmspec.Request) (helmspec.Res
 	if err != nil {
 		return helmspec.Result{}, err
 	}
-	cur, err := last(cfg, s.Release.Name)
+	hist, cur, err := history(cfg, s.Release.Name)
 	if err != nil {
 		return helmspec.Result{}, err
 	}
 	if err := checkOwner(req, cur); err != nil {
+		return helmspec.Result{Release: infoOf(cur)}, err
+	}
+	if err := supersedeStale(cfg, hist); err != nil {
 		return helmspec.Result{Release: infoOf(cur)}, err
 	}
 	var recovery string
@@ -315,7 +318,59 @@ func (c *Client) Ensure(ctx context.Context, req helmspec.Request) (helmspec.Res
 		}
 	}
 	res.Recovery = recovery
+	if err == nil && res.Action != helmspec.ActionUnchanged {
+		if hist, _, err = history(cfg, s.Release.Name); err == nil {
+			err = supersedeStale(cfg, hist)
+		}
+	}
 	return res, err
+}
+
+// supersedeStale marks superseded every deployed revision in hist, the
+// history of one release, but the newest. Helm records the previous
+// revision as superseded after an upgrade or rollback and ignores a
+// failure of that write (a conflict, a throttled or dropped request),
+// leaving two revisions "deployed" that no later Helm operation repairs; a
+// reconciler retrying against a busy API server meets that. Ensure runs
+// the repair on every pass (level-triggered) and returns its error so the
+// step retries.
+func supersedeStale(cfg *action.Configuration, hist []*release.Release) error {
+	var newest *release.Release
+	for _, r := range hist {
+		if r.Info != nil && r.Info.Status == release.StatusDeployed && (newest == nil || r.Version > newest.Version) {
+			newest = r
+		}
+	}
+	for _, r := range hist {
+		if r == newest || r.Info == nil || r.Info.Status != release.StatusDeployed {
+			continue
+		}
+		r.Info.Status = release.StatusSuperseded
+		r.Info.Description = fmt.Sprintf("oamflow: superseded by revision %d (Helm had left it deployed)", newest.Version)
+		if err := cfg.Releases.Update(r); err != nil {
+			return fmt.Errorf("mark revision %d of release %s/%s superseded by %d: %w", r.Version, r.Namespace, r.Name, newest.Version, err)
+		}
+	}
+	return nil
+}
+
+// history reads every stored revision of release name and the newest
+// (nil, nil when there is none).
+func history(cfg *action.Configuration, name string) ([]*release.Release, *release.Release, error) {
+	hist, err := cfg.Releases.History(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read history of release %q: %w", name, err)
+	}
+	var cur *release.Release
+	for _, r := range hist {
+		if cur == nil || r.Version > cur.Version {
+			cur = r
+		}
+	}
+	return hist, cur, nil
 }
 
 // recoverPending repairs a release stuck in a pending state (a controller

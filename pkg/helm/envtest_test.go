@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -352,6 +354,83 @@ func TestEnsureRecoversStuckRelease(t *testing.T) {
 		})
 	}
 }
+
+// droppingSupersede is a release driver that fails the first write marking
+// a revision superseded, as a throttled or conflicting request does; Helm
+// logs that failure and goes on.
+type droppingSupersede struct {
+	driver.Driver
+	dropped bool
+}
+
+func (d *droppingSupersede) Update(key string, r *release.Release) error {
+	if !d.dropped && r.Info.Status == release.StatusSuperseded {
+		d.dropped = true
+		return apierrors.NewTooManyRequests("injected", 1)
+	}
+	return d.Driver.Update(key, r)
+}
+
+// TestEnsureLeavesOneDeployedRevision: an upgrade whose "previous revision
+// superseded" write was lost left two revisions deployed (seen in the
+// fault suite, seed 1796187456105737521); Ensure repairs the history.
+func TestEnsureLeavesOneDeployedRevision(t *testing.T) {
+	e := testEnv(t)
+	ns := newNamespace(t, e, "helm-deployed")
+	mem := MemoryStorage()
+	drop := &droppingSupersede{}
+	factory := NewFactory(SingleCluster(e.Config), WithStorage(func(cluster, namespace string) driver.Driver {
+		drop.Driver = mem(cluster, namespace)
+		return drop
+	}))
+	c := NewClient(factory, NewFetcher(e.Client, WithChartRoot(filepath.Join(moduleRoot(t), "charts", "testdata"))), e.Client)
+	mk := func(replicas int) helmspec.Request {
+		return helmspec.Request{Namespace: ns, Spec: spec(t, map[string]any{
+			"chart": map[string]any{"source": "simple"}, "values": map[string]any{"replicaCount": replicas},
+		}, "twice", ns)}
+	}
+	ctx := context.Background()
+	cfg, err := factory.For(ctx, "", ns)
+	require.NoError(t, err)
+	deployed := func() []int {
+		hist, err := cfg.Releases.History("twice")
+		require.NoError(t, err)
+		var v []int
+		for _, r := range hist {
+			if r.Info.Status == release.StatusDeployed {
+				v = append(v, r.Version)
+			}
+		}
+		return v
+	}
+
+	res, err := c.Ensure(ctx, mk(1))
+	require.NoError(t, err)
+	require.Equal(t, helmspec.ActionInstalled, res.Action)
+	res, err = c.Ensure(ctx, mk(2))
+	require.NoError(t, err, "Helm's own supersede write was dropped; the repair's was not")
+	assert.Equal(t, helmspec.ActionUpgraded, res.Action)
+	assert.True(t, drop.dropped, "the injected failure happened")
+	assert.Equal(t, []int{2}, deployed(), "revision 1 superseded, revision 2 the only deployed one")
+
+	// Level-triggered: a history already holding two deployed revisions
+	// (left by an older controller) is repaired by the next pass.
+	hist, err := cfg.Releases.History("twice")
+	require.NoError(t, err)
+	for _, r := range hist {
+		if r.Version == 1 {
+			r.Info.Status = release.StatusDeployed
+			require.NoError(t, cfg.Releases.Update(r))
+		}
+	}
+	require.Equal(t, []int{1, 2}, sorted(deployed()))
+	res, err = c.Ensure(ctx, mk(2))
+	require.NoError(t, err)
+	assert.Equal(t, helmspec.ActionUnchanged, res.Action)
+	assert.Equal(t, []int{2}, deployed())
+}
+
+func sorted(v []int) []int { slices.Sort(v); return v }
 
 func TestChartAuth(t *testing.T) {
 	e := testEnv(t)
