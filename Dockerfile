@@ -10,7 +10,7 @@ COPY . .
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -o /out/oamflow-controller ./cmd/oamflow-controller
+    go build -trimpath -buildvcs=false -tags=kustomize_disable_go_plugin_support -ldflags="-s -w -buildid=" -o /out/oamflow-controller ./cmd/oamflow-controller
 
 FROM scratch
 ARG VERSION=0.1.0

@@ -9,6 +9,8 @@ K8S_BIN     := $(BIN)/k8s
 GO          ?= go
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X github.com/oamflow/oamflow/pkg/cli.Version=$(VERSION)
+# Build tags of the controller: hack/image's BuildTags says why.
+CONTROLLER_TAGS := kustomize_disable_go_plugin_support
 CONTROLLER_GEN := $(BIN)/controller-gen
 GOLANGCI_LINT  := $(BIN)/golangci-lint
 CRD_DIR     := charts/oamflow/crds
@@ -64,7 +66,7 @@ vet: ## Run go vet (including e2e files).
 .PHONY: build
 build: ## Build bin/oamflow (CLI) and bin/oamflow-controller (manager).
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/oamflow ./cmd/oamflow
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/oamflow-controller ./cmd/oamflow-controller
+	$(GO) build -tags $(CONTROLLER_TAGS) -ldflags "$(LDFLAGS)" -o $(BIN)/oamflow-controller ./cmd/oamflow-controller
 
 .PHONY: image
 image: ## Build the oamflow-controller image offline (no Docker): bin/image/oci (OCI layout, linux/amd64+arm64 index), bin/image/*.tar (docker load), bin/image/digest. Same commit, same digest.

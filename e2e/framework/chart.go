@@ -12,6 +12,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/oamflow/oamflow/hack/buildflags"
 )
 
 // repoRoot is the module root (this file is e2e/framework/chart.go).
@@ -53,10 +55,7 @@ func InstallChart(t testing.TB, c *Cluster, namespace string, values map[string]
 func BuildController(t testing.TB, tags ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "oamflow-controller")
-	args := []string{"build", "-o", bin}
-	if len(tags) > 0 {
-		args = append(args, "-tags", strings.Join(tags, ","))
-	}
+	args := []string{"build", "-o", bin, "-tags", strings.Join(append([]string{buildflags.ControllerTags}, tags...), ",")}
 	build := exec.Command("go", append(args, "./cmd/oamflow-controller")...)
 	build.Dir = repoRoot()
 	if out, err := build.CombinedOutput(); err != nil {

@@ -19,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/oamflow/oamflow/hack/buildflags"
 )
 
 // Paths inside the image; the Dockerfile at the repository root copies
@@ -97,7 +99,7 @@ func HostPlatform() Platform { return Platform{OS: "linux", Arch: runtime.GOARCH
 // the image's revision label), symbols stripped. The Dockerfile runs the
 // same command.
 func GoBuildArgs(out string) []string {
-	return []string{"build", "-trimpath", "-buildvcs=false", "-ldflags=" + ldflags, "-o", out, "./cmd/oamflow-controller"}
+	return []string{"build", "-trimpath", "-buildvcs=false", "-tags=" + buildflags.ControllerTags, "-ldflags=" + ldflags, "-o", out, "./cmd/oamflow-controller"}
 }
 
 // BuildBinaries cross-compiles cmd/oamflow-controller (in the module at

@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/oamflow/oamflow/hack/buildflags"
 )
 
 var testPlatforms = []Platform{{"linux", "amd64"}, {"linux", "arm64"}}
@@ -179,7 +181,7 @@ func TestDockerfileEquivalent(t *testing.T) {
 	df := string(b)
 	for _, want := range []string{
 		"CGO_ENABLED=0",
-		`go build -trimpath -buildvcs=false -ldflags="` + ldflags + `" -o /out/oamflow-controller ./cmd/oamflow-controller`,
+		`go build -trimpath -buildvcs=false -tags=` + buildflags.ControllerTags + ` -ldflags="` + ldflags + `" -o /out/oamflow-controller ./cmd/oamflow-controller`,
 		"FROM scratch",
 		"COPY --from=build /etc/ssl/certs/ca-certificates.crt /" + caPath,
 		"COPY --from=build /out/oamflow-controller /" + binaryPath,

@@ -88,6 +88,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/hack/buildflags"
 	"github.com/oamflow/oamflow/pkg/cli"
 	"github.com/oamflow/oamflow/pkg/localcluster"
 	"github.com/oamflow/oamflow/pkg/manager"
@@ -203,7 +204,7 @@ func run(ctx context.Context, c config, binFlag string, out, errOut io.Writer) e
 		}
 		c.controller = filepath.Join(dir, "oamflow-controller")
 		fmt.Fprintf(errOut, "building %s …\n", pkg)
-		build := exec.Command("go", "build", "-o", c.controller, pkg)
+		build := exec.Command("go", "build", "-tags", buildflags.ControllerTags, "-o", c.controller, pkg)
 		build.Dir, build.Stdout, build.Stderr = root, errOut, errOut
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("building the controller: %w", err)
