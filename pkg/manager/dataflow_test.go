@@ -41,10 +41,28 @@ spec:
         parameter: host: string
 `
 
+// webInput links web to db by a component input (db's cluster IP);
+// webDependsOn by dependsOn.
+const (
+	webInput = `
+  properties: {host: unset}
+  inputs:
+  - {from: db-host, parameterKey: host}`
+	webDependsOn = `
+  properties: {host: fixed}
+  dependsOn: [db]`
+)
+
 // dataflowApp deploys component db (a Service) to member xc-east and
 // component web (a ConfigMap holding db's cluster IP, a component input)
 // to member xc-west, one deploy step each; dbSpec is the Service's spec.
 func dataflowApp(t *testing.T, ns, name, dbSpec, mode string) *v1beta1.Application {
+	t.Helper()
+	return linkedApp(t, ns, name, dbSpec, mode, webInput)
+}
+
+// linkedApp is dataflowApp with web linked to db by link.
+func linkedApp(t *testing.T, ns, name, dbSpec, mode, link string) *v1beta1.Application {
 	t.Helper()
 	return tenantApp(t, ns, name, `
 components:
@@ -55,10 +73,7 @@ components:
   outputs:
   - {name: db-host, valueFrom: output.spec.clusterIP}
 - name: web
-  type: host-config
-  properties: {host: unset}
-  inputs:
-  - {from: db-host, parameterKey: host}
+  type: host-config`+link+`
 policies:
 - {name: east, type: topology, properties: {clusters: [xc-east]}}
 - {name: west, type: topology, properties: {clusters: [xc-west]}}
@@ -139,6 +154,38 @@ func TestCrossClusterDataFlow(t *testing.T) {
 		assert.Contains(t, steps["deploy-web"], `"db"`, "the consumer names the producer component")
 		assert.Contains(t, steps["deploy-web"], `"db-host"`, "the consumer names the value")
 		assert.True(t, apierrors.IsNotFound(west.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &corev1.ConfigMap{})), "nothing applied for the consumer")
+	})
+
+	t.Run("DependsOnAcrossClusters", func(t *testing.T) {
+		app := linkedApp(t, ns, "flow-after", `{ports: [{port: 5432}]}`, "DAG", webDependsOn)
+		require.NoError(t, c.Create(ctx, app))
+		got := waitPhase(t, app, common.ApplicationRunning, common.ApplicationWorkflowFailed)
+		require.Equal(t, common.ApplicationRunning, got.Status.Phase, dumpWorkflow(got))
+		svc, cm := &corev1.Service{}, &corev1.ConfigMap{}
+		require.NoError(t, east.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, svc))
+		require.NoError(t, west.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, cm))
+		assert.False(t, cm.CreationTimestamp.Before(&svc.CreationTimestamp), "web (west) created after db (east): %s < %s", cm.CreationTimestamp, svc.CreationTimestamp)
+		deleteApp(t, app)
+	})
+
+	t.Run("AFailedDependencyFailsTheDependent", func(t *testing.T) {
+		app := linkedApp(t, ns, "flow-after-broken", `{type: Bogus, ports: [{port: 5432}]}`, "DAG", webDependsOn)
+		require.NoError(t, c.Create(ctx, app))
+		defer deleteApp(t, app)
+		got := &v1beta1.Application{}
+		if !assert.Eventually(t, func() bool {
+			return c.Get(ctx, client.ObjectKeyFromObject(app), got) == nil && got.Status.Phase == common.ApplicationWorkflowFailed
+		}, 60*time.Second, 200*time.Millisecond) {
+			t.Fatalf("the dependent does not fail at once: %s", dumpWorkflow(got))
+		}
+		var web string
+		for _, s := range got.Status.Workflow.Steps {
+			if s.Name == "deploy-web" {
+				web = s.Message
+			}
+		}
+		assert.Equal(t, `not run: component "web" depends on component "db", and step "deploy-db", which deploys it, failed`, web)
+		assert.True(t, apierrors.IsNotFound(west.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &corev1.ConfigMap{})), "nothing applied for the dependent")
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	oamv1alpha1 "github.com/kubevela/pkg/apis/oam/v1alpha1"
+	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
 )
 
 // Data flow between the components of different steps.
@@ -21,6 +22,14 @@ import (
 // produces each, so that a consumer waiting for one names the producer,
 // and a consumer whose producer failed fails at once (skip.go) instead of
 // waiting until its timeout.
+//
+// The same holds for a component's dependsOn naming a component that
+// another step deploys (the database in one cluster, the web tier that
+// needs it up in another): the step deploying the dependent waits, saying
+// for what, until every step deploying the dependency has succeeded, and
+// fails at once when one of them failed or was skipped. KubeVela only
+// looks for the dependency among the components of the same step and
+// cluster, where it never appears, so the step never finishes.
 
 // ComponentLister is implemented by Deployers that can list the
 // Application's components; without it a run knows no component-level
@@ -44,10 +53,38 @@ type dataFlow struct {
 	// consumes maps each step (or sub-step) name to the component input
 	// names it reads and that another step produces.
 	consumes map[string][]string
+	// needs maps each step (or sub-step) name to the dependsOn of the
+	// components it deploys that only other steps deploy.
+	needs map[string][]crossDep
+}
+
+// crossDep is a component's dependsOn on a component other steps deploy.
+type crossDep struct {
+	// component depends on dependency, which steps deploy.
+	component, dependency string
+	steps                 []string
+}
+
+// what describes d after "component": `"db" (dependsOn of component
+// "web"), deployed by step "deploy-db"`.
+func (d crossDep) what() string {
+	return fmt.Sprintf("%q (dependsOn of component %q), deployed by %s", d.dependency, d.component, quoteSteps(d.steps))
+}
+
+// quoteSteps writes step names as `step "a"` or `steps "a", "b"`.
+func quoteSteps(steps []string) string {
+	q := make([]string, len(steps))
+	for i, s := range steps {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	if len(q) == 1 {
+		return "step " + q[0]
+	}
+	return "steps " + strings.Join(q, ", ")
 }
 
 // newDataFlow works out the data flow of p's steps: nil when no component
-// of d has inputs. Which components a step deploys is known for
+// of d has inputs or dependsOn. Which components a step deploys is known for
 // apply-component steps (their component) and deploy steps (the targets
 // of their policies); other step types deploy none.
 func newDataFlow(ctx context.Context, p Plan, d Deployer) *dataFlow {
@@ -60,17 +97,23 @@ func newDataFlow(ctx context.Context, p Plan, d Deployer) *dataFlow {
 	for _, name := range lister.ComponentNames() {
 		if c, ok := d.Component(name); ok {
 			comps[name] = c
-			consumers = consumers || len(c.Inputs) > 0
+			consumers = consumers || len(c.Inputs) > 0 || len(c.DependsOn) > 0
 		}
 	}
 	if !consumers {
 		return nil
 	}
-	f := &dataFlow{sources: map[string][]producer{}, consumes: map[string][]string{}}
+	f := &dataFlow{sources: map[string][]producer{}, consumes: map[string][]string{}, needs: map[string][]crossDep{}}
 	deployed := map[string][]string{}
+	deployedBy := map[string][]string{}
+	var order []string
 	add := func(s oamv1alpha1.WorkflowStepBase) {
 		names := stepComponents(ctx, s, d)
 		deployed[s.Name] = names
+		order = append(order, s.Name)
+		for _, c := range names {
+			deployedBy[c] = append(deployedBy[c], s.Name)
+		}
 		for _, c := range names {
 			for _, o := range comps[c].Outputs {
 				f.sources[o.Name] = append(f.sources[o.Name], producer{step: s.Name, component: c})
@@ -96,7 +139,38 @@ func newDataFlow(ctx context.Context, p Plan, d Deployer) *dataFlow {
 		}
 		sort.Strings(f.consumes[step])
 	}
+	for _, step := range order {
+		here := map[string]bool{}
+		for _, c := range deployed[step] {
+			here[c] = true
+		}
+		for _, c := range deployed[step] {
+			for _, dep := range comps[c].DependsOn {
+				if !here[dep] && len(deployedBy[dep]) > 0 {
+					f.needs[step] = append(f.needs[step], crossDep{component: c, dependency: dep, steps: deployedBy[dep]})
+				}
+			}
+		}
+	}
 	return f
+}
+
+// waitsFor returns the first dependency of the components step deploys
+// that is not deployed yet — a step deploying it has not succeeded — by
+// the step statuses st, and whether there is one. A dependency whose
+// step failed or was skipped is the guard's (skip.go).
+func (f *dataFlow) waitsFor(step string, st map[string]wfv1alpha1.StepStatus) (crossDep, bool) {
+	if f == nil {
+		return crossDep{}, false
+	}
+	for _, d := range f.needs[step] {
+		for _, s := range d.steps {
+			if st[s].Phase != wfv1alpha1.WorkflowStepPhaseSucceeded {
+				return d, true
+			}
+		}
+	}
+	return crossDep{}, false
 }
 
 // fromOthers reports whether a step other than step produces from.

@@ -554,10 +554,14 @@ func failStuck(st *wfv1alpha1.WorkflowRunStatus, g *guard) bool {
 			*p = b.status(p.Name, byName)
 			continue
 		}
-		what := strings.TrimPrefix(strings.TrimPrefix(p.Message, "Pending on Input: "), "Pending on DependsOn: ")
 		p.Phase = wfv1alpha1.WorkflowStepPhaseFailed
 		p.Reason = wftypes.StatusReasonInput
-		p.Message = fmt.Sprintf("waits for %q, which no remaining step can produce", what)
+		if what, ok := strings.CutPrefix(p.Message, pendingOnComponent); ok {
+			p.Message = fmt.Sprintf("waits for component %s, which cannot be deployed before it", what)
+		} else {
+			what := strings.TrimPrefix(strings.TrimPrefix(p.Message, "Pending on Input: "), "Pending on DependsOn: ")
+			p.Message = fmt.Sprintf("waits for %q, which no remaining step can produce", what)
+		}
 		names = append(names, p.Name)
 	}
 	for i := range st.Steps {

@@ -33,10 +33,16 @@ import (
 // depSkipPrefix starts the message of a step skipped by the guard.
 const depSkipPrefix = "not run: "
 
+// pendingOnComponent starts the message of a step waiting for a component
+// another step deploys (dataflow.go), as the library's "Pending on
+// DependsOn: " does for a step.
+const pendingOnComponent = "Pending on component "
+
 // stepDeps is what one step waits for.
 type stepDeps struct {
 	// conditional: the step has `if`; the guard leaves it alone.
 	conditional bool
+	typ         string
 	dependsOn   []string
 	inputs      []string
 	// before are the earlier steps of its level in StepByStep mode.
@@ -76,7 +82,7 @@ func newGuard(p Plan) *guard {
 	g := &guard{steps: map[string]stepDeps{}, outputs: map[string][]string{}}
 	var topBefore []string
 	for _, s := range p.Steps {
-		d := stepDeps{conditional: s.If != "", dependsOn: s.DependsOn}
+		d := stepDeps{conditional: s.If != "", typ: s.Type, dependsOn: s.DependsOn}
 		for _, in := range s.Inputs {
 			d.inputs = append(d.inputs, in.From)
 		}
@@ -94,7 +100,7 @@ func newGuard(p Plan) *guard {
 		}
 		var subBefore []string
 		for _, sub := range s.SubSteps {
-			sd := stepDeps{conditional: sub.If != "", dependsOn: sub.DependsOn}
+			sd := stepDeps{conditional: sub.If != "", typ: sub.Type, dependsOn: sub.DependsOn}
 			for _, in := range sub.Inputs {
 				sd.inputs = append(sd.inputs, in.From)
 			}
@@ -162,6 +168,14 @@ func (g *guard) blocked(name string, st map[string]wfv1alpha1.StepStatus) (block
 		}
 	}
 	if g.flow != nil {
+		for _, d := range g.flow.needs[name] {
+			for _, dep := range d.steps {
+				if s, ok := st[dep]; ok && (gone(s) || s.Phase == wfv1alpha1.WorkflowStepPhaseSkipped) {
+					return block{fail: true, why: fmt.Sprintf("%scomponent %q depends on component %q, and step %q, which deploys it, %s",
+						depSkipPrefix, d.component, d.dependency, dep, state(s))}, true
+				}
+			}
+		}
 		for _, in := range g.flow.consumes[name] {
 			for _, p := range g.flow.producers(in) {
 				if s, ok := st[p.step]; ok && p.step != name && gone(s) {
@@ -225,7 +239,15 @@ func (r guardedRunner) Pending(ctx monitorContext.Context, wfCtx wfContext.Conte
 	if _, blocked := r.g.blocked(r.Name(), st); blocked {
 		return false, wfv1alpha1.StepStatus{}
 	}
-	return r.TaskRunner.Pending(ctx, wfCtx, st)
+	if pending, s := r.TaskRunner.Pending(ctx, wfCtx, st); pending {
+		return pending, s
+	}
+	if d, waits := r.g.flow.waitsFor(r.Name(), st); waits {
+		s := skip(r.Name(), pendingOnComponent+d.what(), st)
+		s.Type, s.Phase, s.Reason = r.g.steps[r.Name()].typ, wfv1alpha1.WorkflowStepPhasePending, ""
+		return true, s
+	}
+	return false, wfv1alpha1.StepStatus{}
 }
 
 // Run skips the step when its dependency failed; otherwise it runs it (a
