@@ -184,7 +184,7 @@ func TestCrossClusterDataFlow(t *testing.T) {
 				web = s.Message
 			}
 		}
-		assert.Equal(t, `not run: component "web" depends on component "db", and step "deploy-db", which deploys it, failed`, web)
+		assert.Equal(t, `not run: component "web" depends on component "db", which cannot be deployed: step "deploy-db" failed`, web)
 		assert.True(t, apierrors.IsNotFound(west.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &corev1.ConfigMap{})), "nothing applied for the dependent")
 	})
 }

@@ -23,13 +23,17 @@ import (
 // and a consumer whose producer failed fails at once (skip.go) instead of
 // waiting until its timeout.
 //
-// The same holds for a component's dependsOn naming a component that
-// another step deploys (the database in one cluster, the web tier that
-// needs it up in another): the step deploying the dependent waits, saying
-// for what, until every step deploying the dependency has succeeded, and
-// fails at once when one of them failed or was skipped. KubeVela only
-// looks for the dependency among the components of the same step and
-// cluster, where it never appears, so the step never finishes.
+// The same holds for a component's dependsOn naming a component deployed
+// elsewhere — by another step, or by the same deploy step to another
+// cluster (the database in one cluster, the web tier that needs it up in
+// another): the dependent waits, saying for what, until the dependency is
+// healthy in this run (status.services), while the other components of
+// its step go on; its step fails at once when every step deploying the
+// dependency failed or was skipped, or, in StepByStep mode, when they all
+// come after it. KubeVela only looks for the dependency among the
+// components of the same step and cluster, where it never appears, so the
+// step never finishes. Steps with `if` are left alone, as the guard
+// leaves them.
 
 // ComponentLister is implemented by Deployers that can list the
 // Application's components; without it a run knows no component-level
@@ -53,9 +57,13 @@ type dataFlow struct {
 	// consumes maps each step (or sub-step) name to the component input
 	// names it reads and that another step produces.
 	consumes map[string][]string
-	// needs maps each step (or sub-step) name to the dependsOn of the
-	// components it deploys that only other steps deploy.
+	// needs maps each step (or sub-step) name without `if` to the
+	// dependsOn of the components it deploys that only other steps deploy.
 	needs map[string][]crossDep
+	// deployedBy maps each component to the steps deploying it.
+	deployedBy map[string][]string
+	// conditional are the steps with `if`.
+	conditional map[string]bool
 }
 
 // crossDep is a component's dependsOn on a component other steps deploy.
@@ -63,12 +71,10 @@ type crossDep struct {
 	// component depends on dependency, which steps deploy.
 	component, dependency string
 	steps                 []string
-}
-
-// what describes d after "component": `"db" (dependsOn of component
-// "web"), deployed by step "deploy-db"`.
-func (d crossDep) what() string {
-	return fmt.Sprintf("%q (dependsOn of component %q), deployed by %s", d.dependency, d.component, quoteSteps(d.steps))
+	// late: every one of steps runs only after the dependent's step
+	// finished: it comes later in StepByStep mode, or depends on the
+	// dependent's step (step dependsOn).
+	late bool
 }
 
 // quoteSteps writes step names as `step "a"` or `steps "a", "b"`.
@@ -103,14 +109,25 @@ func newDataFlow(ctx context.Context, p Plan, d Deployer) *dataFlow {
 	if !consumers {
 		return nil
 	}
-	f := &dataFlow{sources: map[string][]producer{}, consumes: map[string][]string{}, needs: map[string][]crossDep{}}
+	f := &dataFlow{sources: map[string][]producer{}, consumes: map[string][]string{}, needs: map[string][]crossDep{}, deployedBy: map[string][]string{}, conditional: map[string]bool{}}
 	deployed := map[string][]string{}
-	deployedBy := map[string][]string{}
-	var order []string
+	deployedBy := f.deployedBy
+	// position is the index of each step (a sub-step: its group's) in
+	// p.Steps; unconditional lists the steps without `if`, in order.
+	position := map[string]int{}
+	var unconditional []string
+	i := 0
+	stepDependsOn := map[string][]string{}
 	add := func(s oamv1alpha1.WorkflowStepBase) {
 		names := stepComponents(ctx, s, d)
 		deployed[s.Name] = names
-		order = append(order, s.Name)
+		position[s.Name] = i
+		stepDependsOn[s.Name] = s.DependsOn
+		if s.If == "" {
+			unconditional = append(unconditional, s.Name)
+		} else {
+			f.conditional[s.Name] = true
+		}
 		for _, c := range names {
 			deployedBy[c] = append(deployedBy[c], s.Name)
 		}
@@ -125,6 +142,7 @@ func newDataFlow(ctx context.Context, p Plan, d Deployer) *dataFlow {
 		for _, sub := range s.SubSteps {
 			add(sub)
 		}
+		i++
 	}
 	for step, names := range deployed {
 		seen := map[string]bool{}
@@ -139,39 +157,70 @@ func newDataFlow(ctx context.Context, p Plan, d Deployer) *dataFlow {
 		}
 		sort.Strings(f.consumes[step])
 	}
-	for _, step := range order {
+	stepByStep := p.Mode.Steps != wfv1alpha1.WorkflowModeDAG
+	for _, step := range unconditional {
 		here := map[string]bool{}
 		for _, c := range deployed[step] {
 			here[c] = true
 		}
 		for _, c := range deployed[step] {
 			for _, dep := range comps[c].DependsOn {
-				if !here[dep] && len(deployedBy[dep]) > 0 {
-					f.needs[step] = append(f.needs[step], crossDep{component: c, dependency: dep, steps: deployedBy[dep]})
+				if here[dep] || len(deployedBy[dep]) == 0 {
+					continue
 				}
+				late := true
+				for _, other := range deployedBy[dep] {
+					after := stepByStep && position[other] > position[step]
+					late = late && (after || reaches(stepDependsOn, other, step))
+				}
+				f.needs[step] = append(f.needs[step], crossDep{component: c, dependency: dep, steps: deployedBy[dep], late: late})
 			}
 		}
 	}
 	return f
 }
 
-// waitsFor returns the first dependency of the components step deploys
-// that is not deployed yet — a step deploying it has not succeeded — by
-// the step statuses st, and whether there is one. A dependency whose
-// step failed or was skipped is the guard's (skip.go).
-func (f *dataFlow) waitsFor(step string, st map[string]wfv1alpha1.StepStatus) (crossDep, bool) {
-	if f == nil {
-		return crossDep{}, false
-	}
-	for _, d := range f.needs[step] {
-		for _, s := range d.steps {
-			if st[s].Phase != wfv1alpha1.WorkflowStepPhaseSucceeded {
-				return d, true
+// reaches reports whether step from depends on step to, directly or
+// through other steps, by the step dependsOn edges.
+func reaches(edges map[string][]string, from, to string) bool {
+	seen := map[string]bool{}
+	next := []string{from}
+	for len(next) > 0 {
+		s := next[len(next)-1]
+		next = next[:len(next)-1]
+		for _, d := range edges[s] {
+			if d == to {
+				return true
+			}
+			if !seen[d] {
+				seen[d] = true
+				next = append(next, d)
 			}
 		}
 	}
-	return crossDep{}, false
+	return false
 }
+
+// needsOf returns the dependsOn of the components step deploys that only
+// other steps deploy.
+func (f *dataFlow) needsOf(step string) []crossDep {
+	if f == nil {
+		return nil
+	}
+	return f.needs[step]
+}
+
+// deployers returns the steps deploying component name (nil when no step
+// is known to, or f is nil).
+func (f *dataFlow) deployers(name string) []string {
+	if f == nil {
+		return nil
+	}
+	return f.deployedBy[name]
+}
+
+// isConditional reports whether step has `if`.
+func (f *dataFlow) isConditional(step string) bool { return f != nil && f.conditional[step] }
 
 // fromOthers reports whether a step other than step produces from.
 func (f *dataFlow) fromOthers(from, step string) bool {

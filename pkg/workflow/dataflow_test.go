@@ -197,9 +197,9 @@ func dependsOnRun(t *testing.T, mode string, applyComponent, webFirst bool) *har
 
 // TestCrossStepComponentDependsOn: a component deployed by one step (to
 // one cluster) dependsOn a component another step deploys (to another
-// cluster). It is applied only once that step succeeded; until then its
-// step waits naming the dependency and the step; when that step fails
-// for good it fails at once naming them, and nothing of it is applied.
+// cluster). It is applied only once the dependency is healthy; until then
+// it waits naming the dependency and the step; when that step fails for
+// good its step fails at once naming them, and nothing of it is applied.
 func TestCrossStepComponentDependsOn(t *testing.T) {
 	type variant struct {
 		mode           string
@@ -212,8 +212,8 @@ func TestCrossStepComponentDependsOn(t *testing.T) {
 		}
 		return v.mode + "/deploy"
 	}
-	waiting := `Pending on component "db" (dependsOn of component "web"), deployed by step "deploy-db"`
-	failed := `not run: component "web" depends on component "db", and step "deploy-db", which deploys it, failed`
+	waiting := `component "web" waits for component "db", which it depends on (deployed by step "deploy-db")`
+	failed := `not run: component "web" depends on component "db", which cannot be deployed: step "deploy-db" failed`
 	cases := []struct {
 		reason string
 		run    func(t *testing.T, h *harness)
@@ -236,10 +236,8 @@ func TestCrossStepComponentDependsOn(t *testing.T) {
 			require.False(t, res.Status.Finished)
 			if h.run.Plan.Mode.Steps == wfv1alpha1.WorkflowModeDAG {
 				web := stepStatus(t, res, "deploy-web")
-				assert.Equal(t, wfv1alpha1.WorkflowStepPhasePending, web.Phase, "%+v", web)
-				assert.Equal(t, waiting, web.Message)
-				assert.NotEmpty(t, web.ID)
-				assert.Equal(t, stepType(h, "deploy-web"), web.Type)
+				assert.Equal(t, wfv1alpha1.WorkflowStepPhaseRunning, web.Phase, "%+v", web)
+				assert.Contains(t, web.Message, waiting)
 			}
 			assert.Equal(t, 0, h.deployer.count("web"), "nothing of the dependent applied")
 			h.deployer.healthy = nil
@@ -257,9 +255,13 @@ func TestCrossStepComponentDependsOn(t *testing.T) {
 			res := h.until(20*time.Second, finished)
 			assert.Equal(t, wfv1alpha1.WorkflowStateFailed, res.Status.Status)
 			web := stepStatus(t, res, "deploy-web")
-			assert.Equal(t, wfv1alpha1.WorkflowStepPhaseFailed, web.Phase, "%+v", web)
-			assert.Equal(t, wftypes.StatusReasonInput, web.Reason)
-			assert.Equal(t, failed, web.Message)
+			if h.run.Plan.Mode.Steps == wfv1alpha1.WorkflowModeDAG {
+				assert.Equal(t, wfv1alpha1.WorkflowStepPhaseFailed, web.Phase, "%+v", web)
+				assert.Equal(t, wftypes.StatusReasonInput, web.Reason)
+				assert.Equal(t, failed, web.Message)
+			} else {
+				assert.Equal(t, wfv1alpha1.WorkflowStepPhaseSkipped, web.Phase, "StepByStep: skipped after the failed step, as the library does: %+v", web)
+			}
 			assert.Equal(t, 0, h.deployer.count("web"), "nothing of the dependent applied")
 		}},
 	}
@@ -270,24 +272,126 @@ func TestCrossStepComponentDependsOn(t *testing.T) {
 			})
 		}
 	}
-
-	t.Run("in StepByStep the dependent's step comes first: it fails saying the dependency cannot come before it", func(t *testing.T) {
-		h := dependsOnRun(t, "StepByStep", false, true)
-		res := h.until(20*time.Second, finished)
-		assert.Equal(t, wfv1alpha1.WorkflowStateFailed, res.Status.Status)
-		web := stepStatus(t, res, "deploy-web")
-		assert.Equal(t, wfv1alpha1.WorkflowStepPhaseFailed, web.Phase, "%+v", web)
-		assert.Equal(t, `waits for component "db" (dependsOn of component "web"), deployed by step "deploy-db", which cannot be deployed before it`, web.Message)
-		assert.Equal(t, 0, h.deployer.count("web"))
-		assert.Equal(t, 0, h.deployer.count("db"))
-	})
 }
 
-func stepType(h *harness, name string) string {
-	for _, s := range h.run.Plan.Steps {
-		if s.Name == name {
-			return s.Type
+// TestCrossStepDependsOnShapes: workflows around a cross-step dependsOn
+// that must neither hang nor change what they did before (review of the
+// first version, which made whole steps wait).
+func TestCrossStepDependsOnShapes(t *testing.T) {
+	db := Component{Name: "db", Properties: map[string]any{"image": "postgres"}}
+	web := Component{Name: "web", Properties: map[string]any{"image": "nginx"}, DependsOn: []string{"db"}}
+	dbFails := func(h *harness) {
+		h.deployer.renderErr = func(c string) error {
+			if c == "db" {
+				return errors.New(`properties.image: conflicting values "x" and int`)
+			}
+			return nil
 		}
 	}
-	return ""
+	late := `not run: component "web" depends on component "db", which only step "deploy-db" deploys, and it runs after this step`
+	cases := []struct {
+		reason     string
+		wf         *appfile.Workflow
+		comps      []Component
+		placed     map[string][]string
+		setup      func(h *harness)
+		wantStatus wfv1alpha1.WorkflowRunPhase
+		// step, and its phase and message (message "": not checked).
+		step, phase, message string
+		applied              map[string]int
+	}{
+		{reason: "default workflow: the dependent's step is skipped when the dependency's fails, as the library does",
+			wf: &appfile.Workflow{Mode: "DAG", SubStepMode: "DAG", Default: true, Steps: []*appfile.WorkflowStep{
+				applyStep("db", "db"),
+				applyStep("web", "web", func(s *appfile.WorkflowStep) { s.DependsOn = []string{"db"} }),
+			}},
+			comps: []Component{db, web}, setup: dbFails, wantStatus: wfv1alpha1.WorkflowStateFailed,
+			step: "web", phase: "skipped", message: `not run: step "db" failed`, applied: map[string]int{"web": 0}},
+		{reason: "the dependency is deployed by one of two steps with if; the other one skipped by its condition is no failure",
+			wf: &appfile.Workflow{Mode: "DAG", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+				applyStep("deploy-db-prod", "db", func(s *appfile.WorkflowStep) { s.If = "true" }),
+				applyStep("deploy-db-staging", "db", func(s *appfile.WorkflowStep) { s.If = "false" }),
+				applyStep("deploy-web", "web"),
+			}},
+			comps: []Component{db, web}, wantStatus: wfv1alpha1.WorkflowStateSucceeded,
+			step: "deploy-web", phase: "succeeded", applied: map[string]int{"web": 1}},
+		{reason: "components wait one by one: two steps depending on each other's components both finish",
+			wf: &appfile.Workflow{Mode: "DAG", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+				{Name: "deploy-east", Type: "deploy", Properties: map[string]any{"policies": []any{"east"}}},
+				{Name: "deploy-west", Type: "deploy", Properties: map[string]any{"policies": []any{"west"}}},
+			}},
+			comps: []Component{
+				{Name: "api", Properties: map[string]any{"image": "api"}, DependsOn: []string{"db"}},
+				{Name: "cache", Properties: map[string]any{"image": "redis"}},
+				db,
+				{Name: "worker", Properties: map[string]any{"image": "worker"}, DependsOn: []string{"cache"}},
+			},
+			placed:     map[string][]string{"east": {"api", "cache"}, "west": {"db", "worker"}},
+			wantStatus: wfv1alpha1.WorkflowStateSucceeded, step: "deploy-east", phase: "succeeded",
+			applied: map[string]int{"api": 1, "worker": 1}},
+		{reason: "one deploy step, two clusters: the dependent waits for the dependency's cluster",
+			wf: &appfile.Workflow{Mode: "DAG", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+				{Name: "deploy", Type: "deploy", Properties: map[string]any{"policies": []any{"east", "west"}}},
+			}},
+			comps: []Component{db, web}, placed: map[string][]string{"east": {"db"}, "west": {"web"}},
+			setup: func(h *harness) {
+				h.deployer.healthy = func(c string) bool {
+					if c == "web" {
+						assert.GreaterOrEqual(t, h.deployer.count("db"), 1, "db applied before web")
+					}
+					return true
+				}
+			},
+			wantStatus: wfv1alpha1.WorkflowStateSucceeded, step: "deploy", phase: "succeeded", applied: map[string]int{"web": 1}},
+		{reason: "an if: always step is left alone: it runs after the dependency's step failed",
+			wf: &appfile.Workflow{Mode: "DAG", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+				applyStep("deploy-db", "db"),
+				applyStep("deploy-web", "web", func(s *appfile.WorkflowStep) { s.If = "always"; s.DependsOn = []string{"deploy-db"} }),
+			}},
+			comps: []Component{db, web}, setup: dbFails, wantStatus: wfv1alpha1.WorkflowStateFailed,
+			step: "deploy-web", phase: "succeeded", applied: map[string]int{"web": 1}},
+		{reason: "DAG, the dependency's step dependsOn the dependent's: it fails at once",
+			wf: &appfile.Workflow{Mode: "DAG", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+				applyStep("deploy-web", "web"),
+				applyStep("deploy-db", "db", func(s *appfile.WorkflowStep) { s.DependsOn = []string{"deploy-web"} }),
+			}},
+			comps: []Component{db, web}, wantStatus: wfv1alpha1.WorkflowStateFailed,
+			step: "deploy-web", phase: "failed", message: late, applied: map[string]int{"web": 0}},
+		{reason: "StepByStep, the dependent's step first: it fails at once",
+			wf: &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+				applyStep("deploy-web", "web"),
+				applyStep("deploy-db", "db"),
+			}},
+			comps: []Component{db, web}, wantStatus: wfv1alpha1.WorkflowStateFailed,
+			step: "deploy-web", phase: "failed", message: late, applied: map[string]int{"web": 0, "db": 0}},
+		{reason: "StepByStep, the dependent in a step group before the dependency's step: it fails at once",
+			wf: &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+				{Name: "group", Type: "step-group", SubSteps: []*appfile.WorkflowStep{applyStep("deploy-web", "web")}},
+				applyStep("deploy-db", "db"),
+			}},
+			comps: []Component{db, web}, wantStatus: wfv1alpha1.WorkflowStateFailed, applied: map[string]int{"web": 0}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			h := newHarness(t, tc.wf, Options{MaxStepRetries: 3}, tc.comps...)
+			if tc.placed != nil {
+				h.run.Deployer = &placedDeployer{fakeDeployer: h.deployer, placed: tc.placed}
+			}
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			res := h.until(20*time.Second, finished)
+			assert.Equal(t, tc.wantStatus, res.Status.Status, "%+v", res.Status)
+			if tc.step != "" {
+				s := stepStatus(t, res, tc.step)
+				assert.Equal(t, tc.phase, string(s.Phase), "%+v", s)
+				if tc.message != "" {
+					assert.Equal(t, tc.message, s.Message)
+				}
+			}
+			for c, n := range tc.applied {
+				assert.Equal(t, n, h.deployer.count(c), "applies of %s", c)
+			}
+		})
+	}
 }

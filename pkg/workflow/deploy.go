@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/oamflow/oamflow/pkg/errclass"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -239,7 +240,8 @@ func (d *deployRun) component(ctx context.Context, t DeployTarget, comp Componen
 		rt.WorkflowContext = d.wfCx
 	}
 	p := componentParams{Component: comp.Name, Cluster: t.Cluster, Namespace: t.Namespace}
-	res, err := applyOne(ctx, &runValues{deployer: t.Deployer, services: d.run.services}, comp, p, rt)
+	here := func(name string) bool { return slices.Contains(t.Components, name) }
+	res, err := applyOne(ctx, &runValues{deployer: t.Deployer, services: d.run.services}, comp, p, rt, here)
 	switch {
 	case rec.failed:
 		msg := rec.message

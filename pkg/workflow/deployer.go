@@ -190,10 +190,28 @@ type runValues struct {
 	services *serviceCollector
 	// flow is the run's component-level data flow (nil: none).
 	flow *dataFlow
+	// earlier is the component health earlier passes of the run reported.
+	earlier []common.ApplicationComponentStatus
 
 	mu sync.Mutex
 	// failures are the messages steps failed with (fail), by step ID.
 	failures map[string]string
+}
+
+// healthy reports whether component name is healthy everywhere this run
+// has reported it (in this pass or an earlier one), and was reported.
+func (r *runValues) healthy(name string) bool {
+	seen := false
+	for _, s := range MergeServices(r.earlier, r.services.list()) {
+		if s.Name != name {
+			continue
+		}
+		if !s.Healthy {
+			return false
+		}
+		seen = true
+	}
+	return seen
 }
 
 func (r *runValues) failed(stepID, msg string) {

@@ -319,6 +319,11 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 
 	services := &serviceCollector{}
 	rv := &runValues{deployer: run.Deployer, services: services}
+	if run.App != nil && run.Status != nil {
+		// The health the earlier passes of this run reported (the
+		// controller resets status.services when a run starts).
+		rv.earlier = run.App.Status.Services
+	}
 	rctx := withRun(ctx, rv)
 	// The library's context store and providers use this Engine's client,
 	// writing the context ConfigMap only when it holds something.
@@ -554,14 +559,10 @@ func failStuck(st *wfv1alpha1.WorkflowRunStatus, g *guard) bool {
 			*p = b.status(p.Name, byName)
 			continue
 		}
+		what := strings.TrimPrefix(strings.TrimPrefix(p.Message, "Pending on Input: "), "Pending on DependsOn: ")
 		p.Phase = wfv1alpha1.WorkflowStepPhaseFailed
 		p.Reason = wftypes.StatusReasonInput
-		if what, ok := strings.CutPrefix(p.Message, pendingOnComponent); ok {
-			p.Message = fmt.Sprintf("waits for component %s, which cannot be deployed before it", what)
-		} else {
-			what := strings.TrimPrefix(strings.TrimPrefix(p.Message, "Pending on Input: "), "Pending on DependsOn: ")
-			p.Message = fmt.Sprintf("waits for %q, which no remaining step can produce", what)
-		}
+		p.Message = fmt.Sprintf("waits for %q, which no remaining step can produce", what)
 		names = append(names, p.Name)
 	}
 	for i := range st.Steps {

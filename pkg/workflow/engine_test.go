@@ -231,6 +231,8 @@ func (h *harness) pass() Result {
 	require.NoError(h.t, err)
 	st := res.Status
 	h.run.Status = &st
+	// As the controller keeps them (reset when a run starts).
+	h.run.App.Status.Services = MergeServices(h.run.App.Status.Services, res.Services)
 	return res
 }
 

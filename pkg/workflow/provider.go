@@ -241,6 +241,31 @@ func prepare(ctx context.Context, comp Component, p componentParams, rt provider
 	return ComponentRequest{Name: comp.Name, Properties: props, Cluster: p.Cluster, Namespace: p.Namespace}, "", nil
 }
 
+// awaitDependencies returns why comp must wait for a component it
+// dependsOn that is deployed elsewhere (dataflow.go) — by another step,
+// or by this deploy step to another target — and is not healthy in this
+// run yet; "" when none. here reports the components deployed with comp
+// (one deploy target: ordered there by the deploy step); nil: comp alone.
+// A dependency no step is known to deploy is not waited for, and a step
+// with `if` waits for none (the guard leaves such steps alone too).
+func awaitDependencies(ctx context.Context, comp Component, rt providertypes.RuntimeParams, here func(string) bool) string {
+	run, ok := runFrom(ctx)
+	if !ok || run.flow.isConditional(stepName(rt)) {
+		return ""
+	}
+	for _, dep := range comp.DependsOn {
+		if dep == comp.Name || (here != nil && here(dep)) {
+			continue
+		}
+		steps := run.flow.deployers(dep)
+		if len(steps) == 0 || run.healthy(dep) {
+			continue
+		}
+		return fmt.Sprintf("component %q waits for component %q, which it depends on (deployed by %s)", comp.Name, dep, quoteSteps(steps))
+	}
+	return ""
+}
+
 // lookup returns the run and the component p names.
 func lookup(ctx context.Context, p componentParams, rt providertypes.RuntimeParams) (*runValues, Component, error) {
 	run, ok := runFrom(ctx)
@@ -286,7 +311,7 @@ func applyComponent(ctx context.Context, p componentParams, rt providertypes.Run
 	if err != nil {
 		return nil, err
 	}
-	res, err := applyOne(ctx, run, comp, p, rt)
+	res, err := applyOne(ctx, run, comp, p, rt, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +333,10 @@ type applied struct {
 // apply errors are returned (the step is retried); a missing input, an
 // unhealthy component (when waiting for health) or an output not yet
 // available is returned as a wait message.
-func applyOne(ctx context.Context, run *runValues, comp Component, p componentParams, rt providertypes.RuntimeParams) (applied, error) {
+func applyOne(ctx context.Context, run *runValues, comp Component, p componentParams, rt providertypes.RuntimeParams, here func(string) bool) (applied, error) {
+	if waiting := awaitDependencies(ctx, comp, rt, here); waiting != "" {
+		return applied{waiting: waiting}, nil
+	}
 	req, waiting, err := prepare(ctx, comp, p, rt)
 	if err != nil || waiting != "" {
 		return applied{waiting: waiting}, err

@@ -33,11 +33,6 @@ import (
 // depSkipPrefix starts the message of a step skipped by the guard.
 const depSkipPrefix = "not run: "
 
-// pendingOnComponent starts the message of a step waiting for a component
-// another step deploys (dataflow.go), as the library's "Pending on
-// DependsOn: " does for a step.
-const pendingOnComponent = "Pending on component "
-
 // stepDeps is what one step waits for.
 type stepDeps struct {
 	// conditional: the step has `if`; the guard leaves it alone.
@@ -168,14 +163,6 @@ func (g *guard) blocked(name string, st map[string]wfv1alpha1.StepStatus) (block
 		}
 	}
 	if g.flow != nil {
-		for _, d := range g.flow.needs[name] {
-			for _, dep := range d.steps {
-				if s, ok := st[dep]; ok && (gone(s) || s.Phase == wfv1alpha1.WorkflowStepPhaseSkipped) {
-					return block{fail: true, why: fmt.Sprintf("%scomponent %q depends on component %q, and step %q, which deploys it, %s",
-						depSkipPrefix, d.component, d.dependency, dep, state(s))}, true
-				}
-			}
-		}
 		for _, in := range g.flow.consumes[name] {
 			for _, p := range g.flow.producers(in) {
 				if s, ok := st[p.step]; ok && p.step != name && gone(s) {
@@ -202,6 +189,28 @@ func (g *guard) blocked(name string, st map[string]wfv1alpha1.StepStatus) (block
 	for _, dep := range d.before {
 		if s, ok := st[dep]; ok && gone(s) {
 			return why(dep, s), true
+		}
+	}
+	// A component's dependsOn on a component only other steps deploy
+	// (dataflow.go): checked last, so that a step whose own dependsOn or
+	// earlier step failed is skipped as the library skips it.
+	for _, d := range g.flow.needsOf(name) {
+		if d.late {
+			return block{fail: true, why: fmt.Sprintf("%scomponent %q depends on component %q, which only %s deploys, and it runs after this step",
+				depSkipPrefix, d.component, d.dependency, quoteSteps(d.steps))}, true
+		}
+		var states []string
+		for _, dep := range d.steps {
+			s, ok := st[dep]
+			if !ok || !(gone(s) || s.Phase == wfv1alpha1.WorkflowStepPhaseSkipped) {
+				states = nil
+				break
+			}
+			states = append(states, fmt.Sprintf("step %q %s", dep, state(s)))
+		}
+		if len(states) > 0 {
+			return block{fail: true, why: fmt.Sprintf("%scomponent %q depends on component %q, which cannot be deployed: %s",
+				depSkipPrefix, d.component, d.dependency, strings.Join(states, ", "))}, true
 		}
 	}
 	return block{}, false
@@ -239,15 +248,7 @@ func (r guardedRunner) Pending(ctx monitorContext.Context, wfCtx wfContext.Conte
 	if _, blocked := r.g.blocked(r.Name(), st); blocked {
 		return false, wfv1alpha1.StepStatus{}
 	}
-	if pending, s := r.TaskRunner.Pending(ctx, wfCtx, st); pending {
-		return pending, s
-	}
-	if d, waits := r.g.flow.waitsFor(r.Name(), st); waits {
-		s := skip(r.Name(), pendingOnComponent+d.what(), st)
-		s.Type, s.Phase, s.Reason = r.g.steps[r.Name()].typ, wfv1alpha1.WorkflowStepPhasePending, ""
-		return true, s
-	}
-	return false, wfv1alpha1.StepStatus{}
+	return r.TaskRunner.Pending(ctx, wfCtx, st)
 }
 
 // Run skips the step when its dependency failed; otherwise it runs it (a
@@ -255,10 +256,16 @@ func (r guardedRunner) Pending(ctx monitorContext.Context, wfCtx wfContext.Conte
 // sub-steps guarded too.
 func (r guardedRunner) Run(wfCtx wfContext.Context, opts *wftypes.TaskRunOptions) (wfv1alpha1.StepStatus, *wftypes.Operation, error) {
 	if b, blocked := r.g.blocked(r.Name(), opts.StepStatus); blocked {
-		if b.fail {
-			return b.status(r.Name(), opts.StepStatus), &wftypes.Operation{}, nil
+		st := b.status(r.Name(), opts.StepStatus)
+		if st.Type == "" {
+			st.Type = r.g.steps[r.Name()].typ
 		}
-		return b.status(r.Name(), opts.StepStatus), &wftypes.Operation{Skip: true}, nil
+		if b.fail {
+			// As op.#Fail does: the run ends failed once the other
+			// steps are done.
+			return st, &wftypes.Operation{Terminated: true}, nil
+		}
+		return st, &wftypes.Operation{Skip: true}, nil
 	}
 	if u, ok := r.g.unprovided[r.Name()]; ok {
 		st, op := u.fail(r.Name(), opts.StepStatus)
@@ -268,7 +275,19 @@ func (r guardedRunner) Run(wfCtx wfContext.Context, opts *wftypes.TaskRunOptions
 		opts.Engine = guardedEngine{Engine: opts.Engine, g: r.g}
 	}
 	defer asFirstRun(r.Name(), opts.StepStatus)()
-	return r.TaskRunner.Run(wfCtx, opts)
+	st, op, err := r.TaskRunner.Run(wfCtx, opts)
+	if err == nil && opts.Engine != nil && st.Phase == wfv1alpha1.WorkflowStepPhaseFailed && st.Reason == "" {
+		// A step group whose sub-step the guard failed: the library
+		// gives the group no reason for Input, which leaves it
+		// unfinished (retried for ever); give it the sub-step's.
+		for _, sub := range opts.Engine.GetStepStatus(r.Name()).SubStepsStatus {
+			if sub.Phase == wfv1alpha1.WorkflowStepPhaseFailed && sub.Reason == wftypes.StatusReasonInput {
+				st.Reason = wftypes.StatusReasonInput
+				break
+			}
+		}
+	}
+	return st, op, err
 }
 
 // guardedEngine is the library's engine as a step group sees it: the
