@@ -9,7 +9,7 @@ K8S_BIN     := $(BIN)/k8s
 GO          ?= go
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X github.com/oamflow/oamflow/pkg/cli.Version=$(VERSION)
-# Build tags of the controller: hack/image's BuildTags says why.
+# Build tags of the controller: hack/buildflags (ControllerTags) says why; keep the two equal.
 CONTROLLER_TAGS := kustomize_disable_go_plugin_support
 CONTROLLER_GEN := $(BIN)/controller-gen
 GOLANGCI_LINT  := $(BIN)/golangci-lint

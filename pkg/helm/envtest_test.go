@@ -355,9 +355,12 @@ func TestEnsureRecoversStuckRelease(t *testing.T) {
 	}
 }
 
-// droppingSupersede is a release driver that fails the first write marking
-// a revision superseded, as a throttled or conflicting request does; Helm
-// logs that failure and goes on.
+// droppingSupersede is a release driver losing the first write that
+// marks a revision superseded, as a throttled or conflicting request
+// does (Helm logs that failure and goes on). Helm's memory driver hands
+// out its stored *Release, and Helm sets the status on that very object
+// before writing it, so the stored revision is put back to deployed, as
+// a lost write to a Secret leaves it.
 type droppingSupersede struct {
 	driver.Driver
 	dropped bool
@@ -366,6 +369,12 @@ type droppingSupersede struct {
 func (d *droppingSupersede) Update(key string, r *release.Release) error {
 	if !d.dropped && r.Info.Status == release.StatusSuperseded {
 		d.dropped = true
+		kept, info := *r, *r.Info
+		info.Status = release.StatusDeployed
+		kept.Info = &info
+		if err := d.Driver.Update(key, &kept); err != nil {
+			return err
+		}
 		return apierrors.NewTooManyRequests("injected", 1)
 	}
 	return d.Driver.Update(key, r)
