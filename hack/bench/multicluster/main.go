@@ -135,12 +135,23 @@ func run(counts []int, runs int, binFlag string, timeout time.Duration, verbose 
 	}
 	defer func() { _, _ = m.Down(context.Background()) }()
 	o := localcluster.DefaultUpOptions()
-	o.Clusters, o.Nodes, o.NamePrefix = 1+slices.Max(counts), 2, "bench-"
+	o.Nodes, o.NamePrefix = 2, "bench-"
+	total := 1 + slices.Max(counts)
 	ctx := context.Background()
-	fmt.Fprintf(out, "starting a hub and %d member clusters…\n", o.Clusters-1)
-	res, err := m.Up(ctx, o)
-	if err != nil {
-		return err
+	fmt.Fprintf(out, "starting a hub and %d member clusters…\n", total-1)
+	// Three clusters at a time at most: nine control planes starting at
+	// once on a small machine starve each other, and kube-controller-manager
+	// gives up on an API server not healthy within its 10 s (up reuses the
+	// clusters already running).
+	var res *localcluster.UpResult
+	for n := min(3, total); ; n = min(n+3, total) {
+		o.Clusters = n
+		if res, err = m.Up(ctx, o); err != nil {
+			return err
+		}
+		if n == total {
+			break
+		}
 	}
 	var clusters []*cluster
 	for _, s := range res.Clusters {
