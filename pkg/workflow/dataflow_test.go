@@ -37,18 +37,7 @@ func (d *placedDeployer) PlanDeploy(_ context.Context, policies []string) ([]Dep
 // deploy steps (or apply-component steps) in mode.
 func dataflowRun(t *testing.T, mode string, applyComponent bool) *harness {
 	t.Helper()
-	var steps []*appfile.WorkflowStep
-	if applyComponent {
-		steps = []*appfile.WorkflowStep{
-			applyStep("deploy-db", "db", func(s *appfile.WorkflowStep) { s.Properties["cluster"] = "east" }),
-			applyStep("deploy-web", "web", func(s *appfile.WorkflowStep) { s.Properties["cluster"] = "west" }),
-		}
-	} else {
-		steps = []*appfile.WorkflowStep{
-			{Name: "deploy-db", Type: "deploy", Properties: map[string]any{"policies": []any{"east"}}},
-			{Name: "deploy-web", Type: "deploy", Properties: map[string]any{"policies": []any{"west"}}},
-		}
-	}
+	steps := crossClusterSteps(applyComponent)
 	wf := &appfile.Workflow{Mode: mode, SubStepMode: "DAG", Steps: steps}
 	db := Component{Name: "db", Properties: map[string]any{"image": "postgres"},
 		Outputs: oamv1alpha1.StepOutputs{{Name: "dbImage", ValueFrom: "output.data.image"}}}
@@ -57,6 +46,21 @@ func dataflowRun(t *testing.T, mode string, applyComponent bool) *harness {
 	h := newHarness(t, wf, Options{MaxStepRetries: 3}, db, web)
 	h.run.Deployer = &placedDeployer{fakeDeployer: h.deployer, placed: map[string][]string{"east": {"db"}, "west": {"web"}}}
 	return h
+}
+
+// crossClusterSteps deploy component db to cluster east and web to
+// cluster west: deploy steps, or apply-component steps.
+func crossClusterSteps(applyComponent bool) []*appfile.WorkflowStep {
+	if applyComponent {
+		return []*appfile.WorkflowStep{
+			applyStep("deploy-db", "db", func(s *appfile.WorkflowStep) { s.Properties["cluster"] = "east" }),
+			applyStep("deploy-web", "web", func(s *appfile.WorkflowStep) { s.Properties["cluster"] = "west" }),
+		}
+	}
+	return []*appfile.WorkflowStep{
+		{Name: "deploy-db", Type: "deploy", Properties: map[string]any{"policies": []any{"east"}}},
+		{Name: "deploy-web", Type: "deploy", Properties: map[string]any{"policies": []any{"west"}}},
+	}
 }
 
 func stepStatus(t *testing.T, r Result, name string) wfv1alpha1.StepStatus {
@@ -172,18 +176,7 @@ func TestCrossStepComponentInputs(t *testing.T) {
 // (or apply-component steps) in mode; webFirst puts web's step first.
 func dependsOnRun(t *testing.T, mode string, applyComponent, webFirst bool) *harness {
 	t.Helper()
-	var steps []*appfile.WorkflowStep
-	if applyComponent {
-		steps = []*appfile.WorkflowStep{
-			applyStep("deploy-db", "db", func(s *appfile.WorkflowStep) { s.Properties["cluster"] = "east" }),
-			applyStep("deploy-web", "web", func(s *appfile.WorkflowStep) { s.Properties["cluster"] = "west" }),
-		}
-	} else {
-		steps = []*appfile.WorkflowStep{
-			{Name: "deploy-db", Type: "deploy", Properties: map[string]any{"policies": []any{"east"}}},
-			{Name: "deploy-web", Type: "deploy", Properties: map[string]any{"policies": []any{"west"}}},
-		}
-	}
+	steps := crossClusterSteps(applyComponent)
 	if webFirst {
 		steps[0], steps[1] = steps[1], steps[0]
 	}
