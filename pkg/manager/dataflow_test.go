@@ -136,12 +136,7 @@ func TestCrossClusterDataFlow(t *testing.T) {
 		app := dataflowApp(t, ns, "flow-broken", `{type: Bogus, ports: [{port: 5432}]}`, "DAG")
 		require.NoError(t, c.Create(ctx, app))
 		defer deleteApp(t, app)
-		got := &v1beta1.Application{}
-		if !assert.Eventually(t, func() bool {
-			return c.Get(ctx, client.ObjectKeyFromObject(app), got) == nil && got.Status.Phase == common.ApplicationWorkflowFailed
-		}, 60*time.Second, 200*time.Millisecond) {
-			t.Fatalf("the consumer does not fail at once: %s", dumpWorkflow(got))
-		}
+		got := failsAtOnce(t, app, "the consumer")
 		steps := map[string]string{}
 		phases := map[string]string{}
 		for _, s := range got.Status.Workflow.Steps {
@@ -172,12 +167,7 @@ func TestCrossClusterDataFlow(t *testing.T) {
 		app := linkedApp(t, ns, "flow-after-broken", `{type: Bogus, ports: [{port: 5432}]}`, "DAG", webDependsOn)
 		require.NoError(t, c.Create(ctx, app))
 		defer deleteApp(t, app)
-		got := &v1beta1.Application{}
-		if !assert.Eventually(t, func() bool {
-			return c.Get(ctx, client.ObjectKeyFromObject(app), got) == nil && got.Status.Phase == common.ApplicationWorkflowFailed
-		}, 60*time.Second, 200*time.Millisecond) {
-			t.Fatalf("the dependent does not fail at once: %s", dumpWorkflow(got))
-		}
+		got := failsAtOnce(t, app, "the dependent")
 		var web string
 		for _, s := range got.Status.Workflow.Steps {
 			if s.Name == "deploy-web" {
@@ -187,6 +177,19 @@ func TestCrossClusterDataFlow(t *testing.T) {
 		assert.Equal(t, `not run: component "web" depends on component "db", which cannot be deployed: step "deploy-db" failed`, web)
 		assert.True(t, apierrors.IsNotFound(west.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &corev1.ConfigMap{})), "nothing applied for the dependent")
 	})
+}
+
+// failsAtOnce waits (a minute at most, far below the step timeout) until
+// app's workflow failed and returns it; who says what should fail.
+func failsAtOnce(t *testing.T, app *v1beta1.Application, who string) *v1beta1.Application {
+	t.Helper()
+	got := &v1beta1.Application{}
+	if !assert.Eventually(t, func() bool {
+		return env.Client.Get(context.Background(), client.ObjectKeyFromObject(app), got) == nil && got.Status.Phase == common.ApplicationWorkflowFailed
+	}, 60*time.Second, 200*time.Millisecond) {
+		t.Fatalf("%s does not fail at once: %s", who, dumpWorkflow(got))
+	}
+	return got
 }
 
 // deleteApp deletes app and waits until it is gone, while its member

@@ -48,6 +48,22 @@ func dataflowRun(t *testing.T, mode string, applyComponent bool) *harness {
 	return h
 }
 
+// crossVariant is a workflow mode and step kind the cross-cluster tests
+// run in.
+type crossVariant struct {
+	mode           string
+	applyComponent bool
+}
+
+var crossVariants = []crossVariant{{"DAG", false}, {"StepByStep", false}, {"DAG", true}}
+
+func (v crossVariant) name() string {
+	if v.applyComponent {
+		return v.mode + "/apply-component"
+	}
+	return v.mode + "/deploy"
+}
+
 // crossClusterSteps deploy component db to cluster east and web to
 // cluster west: deploy steps, or apply-component steps.
 func crossClusterSteps(applyComponent bool) []*appfile.WorkflowStep {
@@ -81,17 +97,6 @@ func stepStatus(t *testing.T, r Result, name string) wfv1alpha1.StepStatus {
 // producing step fails for good the consumer fails at once (reason
 // Input), naming them, and nothing of it is applied.
 func TestCrossStepComponentInputs(t *testing.T) {
-	type variant struct {
-		mode           string
-		applyComponent bool
-	}
-	variants := []variant{{"DAG", false}, {"StepByStep", false}, {"DAG", true}}
-	name := func(v variant) string {
-		if v.applyComponent {
-			return v.mode + "/apply-component"
-		}
-		return v.mode + "/deploy"
-	}
 	waiting := `component "web" waits for input "dbImage", the output of component "db" (step "deploy-db")`
 	cannotArrive := `input "dbImage" cannot arrive: step "deploy-db", which deploys component "db" producing it, failed`
 	cases := []struct {
@@ -163,8 +168,8 @@ func TestCrossStepComponentInputs(t *testing.T) {
 		}},
 	}
 	for _, tc := range cases {
-		for _, v := range variants {
-			t.Run(tc.reason+"/"+name(v), func(t *testing.T) {
+		for _, v := range crossVariants {
+			t.Run(tc.reason+"/"+v.name(), func(t *testing.T) {
 				tc.run(t, dataflowRun(t, v.mode, v.applyComponent))
 			})
 		}
@@ -194,17 +199,6 @@ func dependsOnRun(t *testing.T, mode string, applyComponent, webFirst bool) *har
 // it waits naming the dependency and the step; when that step fails for
 // good its step fails at once naming them, and nothing of it is applied.
 func TestCrossStepComponentDependsOn(t *testing.T) {
-	type variant struct {
-		mode           string
-		applyComponent bool
-	}
-	variants := []variant{{"DAG", false}, {"StepByStep", false}, {"DAG", true}}
-	name := func(v variant) string {
-		if v.applyComponent {
-			return v.mode + "/apply-component"
-		}
-		return v.mode + "/deploy"
-	}
 	waiting := `component "web" waits for component "db", which it depends on (deployed by step "deploy-db")`
 	failed := `not run: component "web" depends on component "db", which cannot be deployed: step "deploy-db" failed`
 	cases := []struct {
@@ -259,8 +253,8 @@ func TestCrossStepComponentDependsOn(t *testing.T) {
 		}},
 	}
 	for _, tc := range cases {
-		for _, v := range variants {
-			t.Run(tc.reason+"/"+name(v), func(t *testing.T) {
+		for _, v := range crossVariants {
+			t.Run(tc.reason+"/"+v.name(), func(t *testing.T) {
 				tc.run(t, dependsOnRun(t, v.mode, v.applyComponent, false))
 			})
 		}
