@@ -45,12 +45,12 @@ func testDelete(t *testing.T, e *cliEnv) {
 			return e.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "del-wait"}, app) == nil && app.DeletionTimestamp != nil
 		}, 10*time.Second, 20*time.Millisecond)
 		select {
-		case r := <-ch:
+		case r := <-ch.done:
 			t.Fatalf("returned while the Application still exists: %v\n%s", r.err, r.out)
 		case <-time.After(200 * time.Millisecond):
 		}
 		e.patchAppStatus(t, "default", "del-wait", func(a *v1beta1.Application) { a.Status.Phase = common.ApplicationDeleting })
-		time.Sleep(200 * time.Millisecond) // several polls see the deleting phase
+		ch.waitOutput(t, "phase deleting")
 		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			app := &v1beta1.Application{}
 			if err := e.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "del-wait"}, app); err != nil {
@@ -59,7 +59,7 @@ func testDelete(t *testing.T, e *cliEnv) {
 			app.Finalizers = nil
 			return e.c.Update(ctx, app)
 		}))
-		r := <-ch
+		r := <-ch.done
 		require.Equal(t, ExitOK, r.code, r.err)
 		assert.Contains(t, r.out, "phase deleting")
 		assert.Contains(t, r.out, "Application default/del-wait and its resources deleted after")

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,8 +58,17 @@ type cliResult struct {
 // run runs oamflow against the environment with stdin and args and
 // returns the exit code Execute would give.
 func (e *cliEnv) run(stdin string, args ...string) cliResult {
-	var out, errOut bytes.Buffer
-	root := NewRootCommand(&out, &errOut)
+	var out bytes.Buffer
+	return e.runTo(&out, stdin, args...)
+}
+
+// runTo is run with stdout written to out as the command prints it.
+func (e *cliEnv) runTo(out interface {
+	io.Writer
+	String() string
+}, stdin string, args ...string) cliResult {
+	var errOut bytes.Buffer
+	root := NewRootCommand(out, &errOut)
 	root.SetIn(strings.NewReader(stdin))
 	root.SetArgs(append([]string{"--kubeconfig", e.kubeconfig}, args...))
 	err := root.ExecuteContext(context.Background())
@@ -72,11 +83,44 @@ func (e *cliEnv) run(stdin string, args ...string) cliResult {
 	return res
 }
 
-// start runs oamflow in the background; the channel yields its result.
-func (e *cliEnv) start(args ...string) <-chan cliResult {
+// background is a run of oamflow in progress.
+type background struct {
+	out  *lockedBuffer
+	done <-chan cliResult // yields the result once the command returns
+}
+
+// waitOutput waits until the command has printed want, so a test changes
+// the world only after the command saw the state before the change.
+func (b *background) waitOutput(t *testing.T, want string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return strings.Contains(b.out.String(), want) }, 20*time.Second, 10*time.Millisecond,
+		"the command never printed %q; it printed:\n%s", want, b.out.String())
+}
+
+// lockedBuffer is a bytes.Buffer the command writes while a test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// start runs oamflow in the background.
+func (e *cliEnv) start(args ...string) *background {
 	ch := make(chan cliResult, 1)
-	go func() { ch <- e.run("", args...) }()
-	return ch
+	b := &background{out: &lockedBuffer{}, done: ch}
+	go func() { ch <- e.runTo(b.out, "", args...) }()
+	return b
 }
 
 func TestCheckOutput(t *testing.T) {

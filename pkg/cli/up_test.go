@@ -291,14 +291,14 @@ func (e *cliEnv) waitForGeneration(t *testing.T, ns, name string, gen int64) int
 func testUpWait(t *testing.T, e *cliEnv) {
 	dir := t.TempDir()
 	wait := []string{"--wait", "--timeout", "30s", "--poll-interval", "20ms"}
-	upWait := func(name string, extra ...string) <-chan cliResult {
+	upWait := func(name string, extra ...string) *background {
 		file := writeFile(t, dir, name+".yaml", appYAML(name, "nginx"))
 		return e.start(append(append([]string{"up", "-f", file}, wait...), extra...)...)
 	}
-	result := func(t *testing.T, ch <-chan cliResult) cliResult {
+	result := func(t *testing.T, b *background) cliResult {
 		t.Helper()
 		select {
-		case r := <-ch:
+		case r := <-b.done:
 			return r
 		case <-time.After(30 * time.Second):
 			t.Fatal("up --wait did not return")
@@ -309,6 +309,7 @@ func testUpWait(t *testing.T, e *cliEnv) {
 	t.Run("follows the workflow until running", func(t *testing.T) {
 		ch := upWait("ok")
 		gen := e.waitForGeneration(t, "default", "ok", 1)
+		ch.waitOutput(t, "waiting for the controller to pick it up")
 		e.patchAppStatus(t, "default", "ok", func(a *v1beta1.Application) {
 			a.Status.ObservedGeneration = gen
 			a.Status.Phase = common.ApplicationRunningWorkflow
@@ -316,7 +317,8 @@ func testUpWait(t *testing.T, e *cliEnv) {
 			a.Status.Workflow = &common.WorkflowStatus{AppRevision: "ok-v1", StartTime: metav1.Now(), Steps: []wfv1alpha1.WorkflowStepStatus{
 				{StepStatus: wfv1alpha1.StepStatus{ID: "s1", Name: "web", Type: "apply-component", Phase: wfv1alpha1.WorkflowStepPhaseRunning, FirstExecuteTime: metav1.Now()}}}}
 		})
-		time.Sleep(200 * time.Millisecond) // several polls see the running step
+		ch.waitOutput(t, "step web (apply-component) started")
+		time.Sleep(100 * time.Millisecond) // more polls of the running step print nothing new
 		e.patchAppStatus(t, "default", "ok", func(a *v1beta1.Application) {
 			a.Status.Phase = common.ApplicationRunning
 			a.Status.Workflow.Steps[0].Phase = wfv1alpha1.WorkflowStepPhaseSucceeded
@@ -383,7 +385,7 @@ func testUpWait(t *testing.T, e *cliEnv) {
 		// must not count as running until the controller made ok-v2.
 		ch := upWait("ok", "--publish-version", "2")
 		select {
-		case r := <-ch:
+		case r := <-ch.done:
 			t.Fatalf("returned before the new revision ran: %v\n%s", r.err, r.out)
 		case <-time.After(300 * time.Millisecond):
 		}
