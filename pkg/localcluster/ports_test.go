@@ -41,8 +41,10 @@ func TestPickPorts(t *testing.T) {
 			ports, err := pickPorts(tc.n, ex)
 			require.NoError(t, err, tc.reason)
 			require.Len(t, ports, tc.n, tc.reason)
+			lo, hi := portRange()
 			seen := map[int]bool{}
 			for _, p := range ports {
+				assert.True(t, p >= lo && p < hi, "port %d is below the ephemeral range [%d, …): outgoing connections never take it", p, hi)
 				assert.False(t, seen[p], "port %d returned twice", p)
 				seen[p] = true
 				assert.False(t, ex[p], "excluded port %d returned", p)
