@@ -21,6 +21,7 @@ IMAGE_FLAGS ?=
 PKGS        ?= ./...
 TEST_FLAGS  ?= -count=1 -timeout 30m
 E2E_FLAGS   ?= -count=1 -timeout 40m -v
+BENCH_APPS  ?= 200,1000
 
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 export OAMFLOW_K8S_BIN    := $(K8S_BIN)
@@ -134,6 +135,10 @@ conformance: ## KubeVela conformance alone: render every case of ../shared/confo
 .PHONY: bench
 bench: ## Go benchmarks (render, health, state-keep); harnesses live under hack/bench.
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+
+.PHONY: bench-apps
+bench-apps: k8s-binaries ## The controller at scale (issue 18): 200 then 1,000 Applications on a fresh local cluster each, create and update waves, no-op resync; prints time, latency, CPU, RSS and requests per app. BENCH_APPS=200 for one count.
+	$(GO) run ./hack/bench/apps -apps $(BENCH_APPS) -v
 
 .PHONY: clean
 clean: ## Remove bin/ except the slow-to-build bin/k8s.

@@ -2,8 +2,8 @@
 // Performance): on one local cluster (pkg/localcluster, as `oamflow local
 // up` starts it) with oamflow installed (`oamflow install`, run
 // in-process), it runs the real oamflow-controller binary, creates N
-// Applications at once (webservice + scaler + labels + expose, 1 replica)
-// and reports, for each N:
+// Applications at once (a webservice with scaler, labels and expose, and
+// a worker that dependsOn it: appSpec) and reports, for each N:
 //
 //   - the time from the first create until every Application is `running`,
 //     and the per-Application latency (create → running) p50/p90/max;
@@ -42,8 +42,17 @@
 // CPU and the Applications reconciled are also reported per process, and
 // the balance of the assignment (Applications labelled per shard).
 //
-// Targets (issue 5): 1,000 Applications running in < 5 minutes, controller
-// RSS < 500 MiB, 0 writes on a no-op resync.
+// Then, unless -update=false, the update wave: every Application's scaler
+// from 1 to 2 replicas (a merge patch each, `-creators` at a time), done
+// when each one is running at its new generation and its web Deployment
+// has 2 available replicas; reported with its own time, latencies, CPU,
+// requests and peak RSS (VmHWM reset before the wave through
+// /proc/<pid>/clear_refs, so the figure is the wave's own).
+//
+// Targets (issue 18): all running ≤ 30 s at 200 and ≤ 155 s at 1,000;
+// controller peak RSS ≤ 80 / ≤ 120 MiB in both waves; ≤ 60 ms CPU and
+// ≤ 10 writes per created Application; a no-op resync of 0 writes, 0 API
+// reads and ≤ 5 ms CPU per Application. `make bench-apps` runs both counts.
 package main
 
 import (
@@ -98,22 +107,41 @@ import (
 // benchNamespace holds the Applications.
 const benchNamespace = "bench"
 
-// appSpec is the spec of every benchmark Application; %s is the
-// component name, unique per Application because the webservice's
-// Deployment and Service are named after it.
+// appSpec is the spec of every benchmark Application (the workload of
+// issue 18, the same one KubeVela was measured with): a webservice with
+// scaler, labels and expose, and a worker that dependsOn it. %[1]s is the
+// Application's name (components are named after it: the Deployments and
+// the Service carry their component's name, unique per namespace); %[2]d
+// is the scaler's replicas (1 at create, 2 in the update wave).
 const appSpec = `
 components:
-- name: %s
+- name: web-%[1]s
   type: webservice
   properties: {image: "registry.invalid/web:1", port: 80}
   traits:
   - type: scaler
-    properties: {replicas: 1}
+    properties: {replicas: %[2]d}
   - type: labels
     properties: {team: bench}
   - type: expose
     properties: {port: [80]}
+- name: worker-%[1]s
+  type: worker
+  dependsOn: [web-%[1]s]
+  properties: {image: "registry.invalid/worker:1"}
 `
+
+// workload describes appSpec in the report.
+const workload = "webservice + scaler + labels + expose, and a worker that dependsOn it"
+
+// specOf is the spec of Application name with the scaler at replicas.
+func specOf(name string, replicas int) (v1beta1.ApplicationSpec, error) {
+	var spec v1beta1.ApplicationSpec
+	if err := yaml.UnmarshalStrict([]byte(fmt.Sprintf(appSpec, name, replicas)), &spec); err != nil {
+		return spec, fmt.Errorf("benchmark Application spec: %w", err)
+	}
+	return spec, nil
+}
 
 type config struct {
 	counts         []int
@@ -133,6 +161,8 @@ type config struct {
 	cpuSeconds int
 	// shards > 0 runs a master and that many shard processes.
 	shards int
+	// update runs the update wave after the no-op resync.
+	update bool
 }
 
 func main() {
@@ -146,12 +176,13 @@ func main() {
 	creators := flag.Int("creators", 16, "parallel creates")
 	verbose := flag.Bool("v", false, "progress lines every 10 s")
 	keep := flag.Bool("keep", false, "leave the last cluster and controller running (prints the state directory) for inspection")
-	profile := flag.String("profile", "", "folder for pprof profiles: runs ./hack/bench/apps/profiled (the controller with /debug/pprof) instead of the binary and saves <apps>-cpu.pprof and <apps>-heap.pprof")
+	profile := flag.String("profile", "", "folder for pprof profiles: runs ./hack/bench/apps/profiled (the controller with /debug/pprof) instead of the binary and saves <apps>-cpu.pprof, <apps>-heap.pprof (all running), <apps>-resync-cpu.pprof (the resync window) and <apps>-update-heap.pprof")
 	cpuSeconds := flag.Int("profile-cpu-seconds", 60, "length of the CPU profile, from the first create")
 	shards := flag.Int("shards", 0, "run the controller sharded: a master (it schedules) and this many shards shard-0 … (0: one controller, no sharding)")
+	update := flag.Bool("update", true, "after the no-op resync, run the update wave: every scaler 1 → 2, done when each Application is running at its new generation and its web Deployment has 2 available replicas")
 	flag.Parse()
 
-	c := config{nodes: *nodes, controller: *ctrlBin, resync: *resync, timeout: *timeout, creators: *creators, verbose: *verbose, keep: *keep,
+	c := config{update: *update, nodes: *nodes, controller: *ctrlBin, resync: *resync, timeout: *timeout, creators: *creators, verbose: *verbose, keep: *keep,
 		profileDir: *profile, cpuSeconds: *cpuSeconds, shards: *shards}
 	if c.shards > 0 && c.profileDir != "" {
 		fmt.Fprintln(os.Stderr, "error: -profile profiles one controller; it cannot be combined with -shards")
@@ -257,6 +288,8 @@ type result struct {
 	resyncWindow        time.Duration
 	loadAvg             string
 	controllerLog       string
+	// update is the update wave (nil with -update=false).
+	update *waveResult
 }
 
 // measure runs one count on a fresh cluster.
@@ -404,6 +437,17 @@ wait:
 		return r, err
 	}
 	t0 := time.Now()
+	resyncProfiled := make(chan struct{})
+	if c.profileDir != "" {
+		// The window holds the resync pass and the steady state around it.
+		secs := int(c.resync.Seconds()) + 15
+		go func() {
+			defer close(resyncProfiled)
+			proc.procs[0].save(fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), filepath.Join(c.profileDir, fmt.Sprintf("%d-resync-cpu.pprof", n)), errOut)
+		}()
+	} else {
+		close(resyncProfiled)
+	}
 	limit := time.Now().Add(2*c.resync + time.Minute)
 	var ctrlB metricsSnapshot
 	quietSince := time.Time{}
@@ -465,6 +509,16 @@ wait:
 	if c.shards > 0 {
 		if r.shardApps, err = countShards(ctx, cl); err != nil {
 			return r, err
+		}
+	}
+	<-resyncProfiled
+	if c.update {
+		fmt.Fprintf(errOut, "update wave: the scaler of all %d from 1 to %d replicas …\n", n, updatedReplicas)
+		if r.update, err = updateWave(ctx, c, cfg, cl, n, proc, errOut); err != nil {
+			return r, err
+		}
+		if c.profileDir != "" {
+			proc.procs[0].save("/debug/pprof/heap", filepath.Join(c.profileDir, fmt.Sprintf("%d-update-heap.pprof", n)), errOut)
 		}
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -968,64 +1022,34 @@ func (w *phaseWatch) latencies() []time.Duration {
 
 // createApps creates n Applications with `creators` parallel clients.
 func createApps(ctx context.Context, c client.Client, n, creators int, w *phaseWatch) error {
-	names := make(chan string)
-	errs := make(chan error, creators)
-	var wg sync.WaitGroup
-	for i := 0; i < creators; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for name := range names {
-				app := &v1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace}}
-				if err := yaml.UnmarshalStrict([]byte(fmt.Sprintf(appSpec, "web-"+name)), &app.Spec); err != nil {
-					errs <- fmt.Errorf("benchmark Application spec: %w", err)
-					return
-				}
-				w.created(name)
-				if err := c.Create(ctx, app); err != nil {
-					errs <- fmt.Errorf("creating Application %s: %w", name, err)
-					return
-				}
-			}
-		}()
-	}
-	var err error
-feed:
-	for i := 0; i < n; i++ {
-		select {
-		case names <- fmt.Sprintf("app-%04d", i):
-		case err = <-errs:
-			break feed
+	return forEachApp(ctx, n, creators, func(name string) error {
+		spec, err := specOf(name, 1)
+		if err != nil {
+			return err
 		}
-	}
-	close(names)
-	wg.Wait()
-	if err != nil {
-		return err
-	}
-	select {
-	case err := <-errs:
-		return err
-	default:
+		app := &v1beta1.Application{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace}, Spec: spec}
+		w.created(name)
+		if err := c.Create(ctx, app); err != nil {
+			return fmt.Errorf("creating Application %s: %w", name, err)
+		}
 		return nil
-	}
+	})
 }
 
 func report(w io.Writer, c config, r *result) {
-	fmt.Fprintf(w, "\n== %d Applications (webservice + scaler + labels + expose, 1 replica) on 1 local cluster, %d fake nodes; %d CPUs, load average at the end %s\n",
-		r.apps, c.nodes, runtime.NumCPU(), r.loadAvg)
+	fmt.Fprintf(w, "\n== %d Applications (%s) on 1 local cluster, %d fake nodes; %d CPUs, load average at the end %s\n",
+		r.apps, workload, c.nodes, runtime.NumCPU(), r.loadAvg)
 	fmt.Fprintf(w, "controller: %s %s --resync-period %s\n", filepath.Base(c.controller), strings.Join(c.controllerArgs, " "), c.resync)
 	if c.shards > 0 {
 		fmt.Fprintf(w, "sharded: a master and %d shards, one process each (--enable-sharding --leader-elect)\n", c.shards)
 	}
-	fmt.Fprintln(w, "targets (1,000 apps): all running < 5m, RSS < 500 MiB, 0 writes on a no-op resync")
+	fmt.Fprintln(w, "targets (issue 18): all running ≤ 30 s (200) / ≤ 155 s (1,000); peak RSS ≤ 80 / ≤ 120 MiB, create and update; CPU ≤ 60 ms and ≤ 10 writes per app; no-op resync 0 writes, 0 reads, ≤ 5 ms CPU per app")
 	n := float64(r.apps)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "all created after\t%.1fs\n", r.created.Seconds())
 	fmt.Fprintf(tw, "all running after\t%.1fs\n", r.allRunning.Seconds())
 	if len(r.latencies) > 0 {
-		q := func(p float64) time.Duration { return r.latencies[int(p*float64(len(r.latencies)-1))] }
-		fmt.Fprintf(tw, "create → running per app\tp50 %.1fs  p90 %.1fs  max %.1fs\n", q(0.5).Seconds(), q(0.9).Seconds(), q(1).Seconds())
+		fmt.Fprintf(tw, "create → running per app\t%s\n", quantiles(r.latencies))
 	}
 	fmt.Fprintf(tw, "controller CPU until all running\t%.1f CPU-s (%.0f ms per app)\n", r.cpuRunning.Seconds(), r.cpuRunning.Seconds()*1000/n)
 	fmt.Fprintf(tw, "controller CPU at the end\t%.1f CPU-s\n", r.cpuTotal.Seconds())
@@ -1055,9 +1079,26 @@ func report(w io.Writer, c config, r *result) {
 	}
 	sr, sw := readsWrites(r.apiResync)
 	fmt.Fprintf(tw, "apiserver requests in the resync window (all clients)\t%.0f reads, %.0f writes\n", sr, sw)
+	if u := r.update; u != nil {
+		fmt.Fprintf(tw, "update wave (scaler 1 → %d): all done after\t%.1fs\n", updatedReplicas, u.took.Seconds())
+		fmt.Fprintf(tw, "  update → done per app\t%s\n", quantiles(u.latencies))
+		fmt.Fprintf(tw, "  controller CPU\t%.1f CPU-s (%.0f ms per app)\n", u.cpu.Seconds(), u.cpu.Seconds()*1000/n)
+		fmt.Fprintf(tw, "  controller peak RSS (VmHWM, the wave alone)\t%d MiB (%d MiB anonymous, %d MiB file-backed at the anonymous peak)\n", u.rssPeakKiB/1024, u.anonPeakKiB/1024, u.fileKiB/1024)
+		ur, uw := readsWrites(u.ctrl)
+		fmt.Fprintf(tw, "  controller requests per app\t%.1f (%.1f reads, %.1f writes), %.2f reconciles per app\t%s\n", (ur+uw)/n, ur/n, uw/n, u.reconciles/n, breakdown(u.ctrl, n))
+	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "apiserver requests per app until running, by verb and resource (top 20):\n%s\n", table(r.apiRun, n, 20))
 	fmt.Fprintf(w, "apiserver writes in the resync window (all clients; kube-controller-manager, scheduler and kwok included):\n%s\n", table(writesOnly(r.apiResync), 1, 20))
+}
+
+// quantiles is "p50 …  p99 …  max …" of sorted durations.
+func quantiles(d []time.Duration) string {
+	if len(d) == 0 {
+		return "(none)"
+	}
+	q := func(p float64) time.Duration { return d[int(p*float64(len(d)-1))] }
+	return fmt.Sprintf("p50 %.1fs  p99 %.1fs  max %.1fs", q(0.5).Seconds(), q(0.99).Seconds(), q(1).Seconds())
 }
 
 // shardBalance is "shard-0=1000 shard-1=1000".
