@@ -10,25 +10,53 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestContextFields(t *testing.T) {
+func TestContextPaths(t *testing.T) {
+	live := map[string]any{
+		"name": "web", "appName": "shop", "components": []any{"web"},
+		"output": map[string]any{
+			"metadata": map[string]any{"name": "web", "generation": 2, "managedFields": []any{"big"}},
+			"spec":     map[string]any{"replicas": 2, "template": map[string]any{"spec": "big"}},
+			"status":   map[string]any{"readyReplicas": 2, "conditions": []any{"c"}},
+		},
+	}
 	cases := []struct {
 		reason string
 		text   string
-		want   map[string]bool // nil: all of context
+		want   map[string]any // what is filled of live; nil: all of it
 	}{
-		{reason: "selections", text: "x: context.name\ny: context[\"appName\"]\nz: context.output.spec\n", want: map[string]bool{"name": true, "appName": true, "output": true}},
-		{reason: "no use", text: "x: 1\n", want: map[string]bool{}},
-		{reason: "a declaration of context is no use", text: "context: {name: string}\nx: context.name\n", want: map[string]bool{"name": true}},
+		{reason: "top-level selections", text: "x: context.name\ny: context[\"appName\"]\n", want: map[string]any{"name": "web", "appName": "shop"}},
+		{reason: "nested selections keep only the fields named",
+			text: "isHealth: context.output.status.readyReplicas == context.output.spec.replicas && context.output.metadata.generation > 0\n",
+			want: map[string]any{"output": map[string]any{
+				"metadata": map[string]any{"generation": 2}, "spec": map[string]any{"replicas": 2}, "status": map[string]any{"readyReplicas": 2}}}},
+		{reason: "a value used whole keeps all under it, whatever else is selected below",
+			text: "s: context.output.status\nr: context.output.status.readyReplicas\n",
+			want: map[string]any{"output": map[string]any{"status": map[string]any{"readyReplicas": 2, "conditions": []any{"c"}}}}},
+		{reason: "a computed index keeps the value it indexes", text: "k: \"spec\"\nx: context.output[k]\n", want: map[string]any{"output": live["output"]}},
+		{reason: "a let binding keeps the value bound", text: "let st = context.output.status\nx: st.readyReplicas\n",
+			want: map[string]any{"output": map[string]any{"status": map[string]any{"readyReplicas": 2, "conditions": []any{"c"}}}}},
+		{reason: "interpolations are selections", text: "m: \"\\(context.output.metadata.name) ready\"\n",
+			want: map[string]any{"output": map[string]any{"metadata": map[string]any{"name": "web"}}}},
+		{reason: "a missing field is left missing", text: "x: context.output.status.nothing != _|_\n", want: map[string]any{"output": map[string]any{"status": map[string]any{}}}},
+		{reason: "a field named context of something else is no reference", text: "p: {context: 1}\nx: p.context\n", want: map[string]any{}},
+		{reason: "no use", text: "x: 1\n", want: map[string]any{}},
+		{reason: "a declaration of context: its fields may refer to each other by scope", text: "context: {name: string, n: name}\nx: context.n\n"},
 		{reason: "a whole use", text: "x: context\n"},
 		{reason: "a let binding of the whole", text: "let c = context\nx: c.components\n"},
-		{reason: "a computed index", text: "k: \"name\"\nx: context[k]\n"},
+		{reason: "a computed index at the top", text: "k: \"name\"\nx: context[k]\n"},
 		{reason: "a comprehension over it", text: "x: [for k, v in context {k}]\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			f, err := parser.ParseFile("t.cue", tc.text)
 			require.NoError(t, err)
-			assert.Equal(t, tc.want, contextFields(f))
+			p := contextPaths(f)
+			if tc.want == nil {
+				assert.Nil(t, p, "all of context is filled")
+				return
+			}
+			require.NotNil(t, p)
+			assert.Equal(t, tc.want, p.prune(live))
 		})
 	}
 }

@@ -277,9 +277,9 @@ type Template struct {
 	uses [][]string
 	// actions are the provider actions the template uses ("helm.#Render").
 	actions []string
-	// contextFields are the fields of context the template selects
-	// (contextFields); nil: all of them.
-	contextFields map[string]bool
+	// context is what of context the template reads (contextPaths); nil:
+	// all of it.
+	context *ctxPaths
 }
 
 // Warnings returns what compiling found questionable but not wrong: a
@@ -395,7 +395,7 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 		// parameter and context completes; Validate ignores those.)
 		return nil, translate(src, err, "")
 	}
-	t := &Template{src: src, text: text, key: key, gen: e.gen, value: v, imports: imports, labels: topLabels(file), warnings: warnings, unprovided: unprov, file: file.Filename, uses: parameterUses(file), actions: actions, contextFields: contextFields(file)}
+	t := &Template{src: src, text: text, key: key, gen: e.gen, value: v, imports: imports, labels: topLabels(file), warnings: warnings, unprovided: unprov, file: file.Filename, uses: parameterUses(file), actions: actions, context: contextPaths(file)}
 	// A component's check evaluates the whole template with the context
 	// its rendering uses, and the rendering reuses that evaluation; a
 	// trait, policy or step is rendered with another context (or not at

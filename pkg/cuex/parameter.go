@@ -679,7 +679,7 @@ func (e *Engine) parameterTemplate(t *Template) *Template {
 	}
 	// The text is the whole template's: if the engine's context is ever
 	// replaced, Eval recompiles from it and checks the whole template.
-	t.params = &Template{src: t.src, text: t.text, key: t.key + "/parameter", gen: e.gen, value: v, contextFields: t.contextFields}
+	t.params = &Template{src: t.src, text: t.text, key: t.key + "/parameter", gen: e.gen, value: v, context: t.context}
 	return t.params
 }
 

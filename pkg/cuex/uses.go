@@ -275,107 +275,175 @@ func equalPath(a, b []string) bool {
 	return true
 }
 
-// contextFields returns the fields of `context` a template selects
-// (`context.name`, `context["output"]`), or nil when it may use context
-// as a whole value (`x: context`, `let c = context`, `context[k]`): then
-// every field counts. A label named context (the declaration) is not a
-// use. Evaluations fill only the selected fields (see pruneContext), so
-// that a field a template never reads — context.components lists every
-// component of the Application — costs nothing to evaluate.
-func contextFields(f *ast.File) map[string]bool {
-	fields := map[string]bool{}
-	whole := false
-	selected := map[*ast.Ident]bool{}
-	labels := map[*ast.Ident]bool{}
-	ast.Walk(f, func(n ast.Node) bool {
-		switch x := n.(type) {
-		case *ast.Field:
-			if id, ok := x.Label.(*ast.Ident); ok {
-				labels[id] = true
-			}
-		case *ast.SelectorExpr:
-			if id, ok := x.X.(*ast.Ident); ok && id.Name == "context" {
-				name, _, err := ast.LabelName(x.Sel)
-				if err != nil || name == "" {
-					whole = true
-					break
-				}
-				fields[name] = true
-				selected[id] = true
-			}
-		case *ast.IndexExpr:
-			if id, ok := x.X.(*ast.Ident); ok && id.Name == "context" {
-				lit, ok := x.Index.(*ast.BasicLit)
-				if !ok || lit.Kind != token.STRING {
-					whole = true
-					break
-				}
-				name, err := literal.Unquote(lit.Value)
-				if err != nil {
-					whole = true
-					break
-				}
-				fields[name] = true
-				selected[id] = true
-			}
-		}
-		return true
-	}, nil)
-	if whole {
-		return nil
-	}
-	ast.Walk(f, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok && id.Name == "context" && !selected[id] && !labels[id] {
-			whole = true
-		}
-		return !whole
-	}, nil)
-	if whole {
-		return nil
-	}
-	return fields
+// ctxPaths are the parts of `context` a template reads: a tree of field
+// names; a node without children (or marked whole) is read whole, with
+// everything under it.
+type ctxPaths struct {
+	whole bool
+	kids  map[string]*ctxPaths
 }
 
-// Context returns cctx reduced to the fields of context the template
-// selects (cctx itself when it selects them all or uses context whole;
-// never changed). Its evaluations are the same with either: use it to key
+func (p *ctxPaths) add(path []string) {
+	n := p
+	for _, s := range path {
+		if n.whole {
+			return
+		}
+		if n.kids == nil {
+			n.kids = map[string]*ctxPaths{}
+		}
+		k, ok := n.kids[s]
+		if !ok {
+			k = &ctxPaths{}
+			n.kids[s] = k
+		}
+		n = k
+	}
+	n.whole, n.kids = true, nil
+}
+
+// contextPaths returns the parts of `context` a template reads: for each
+// reference to context, the chain of field selections after it
+// (`context.output.status.readyReplicas`, `context["name"]`) up to the
+// first thing that is not a selection by name — whatever is done with the
+// value there (copied, compared, iterated, indexed by a computed key,
+// bound by let), all of it under that path counts as read. It returns nil,
+// all of context, when context is used whole (`x: context`, `let c =
+// context`, `context[k]`) or declared (`context: {...}` at the top: its
+// fields could refer to each other by scope, without naming context). A
+// selection of a field named context (`x.context`) is not a reference.
+// Evaluations fill only what is read (pruneContext), so that what a
+// template never reads — context.components lists every component of the
+// Application, a live object's managedFields and most of its status —
+// costs nothing to encode and unify.
+func contextPaths(f *ast.File) *ctxPaths {
+	root := &ctxPaths{}
+	whole := false
+	var stack []ast.Node
+	ast.Walk(f, func(n ast.Node) bool {
+		if whole {
+			return false
+		}
+		if id, ok := n.(*ast.Ident); ok && id.Name == "context" && len(stack) > 0 {
+			switch p := stack[len(stack)-1].(type) {
+			case *ast.Field:
+				if p.Label != id {
+					break
+				}
+				// A label. At the top, a declaration with a value (not the
+				// `context: _` every template gets) may have fields
+				// referring to each other by scope.
+				if _, top := stack[0].(*ast.File); top && len(stack) == 2 && !isTop(p.Value) {
+					whole = true
+					return false
+				}
+				stack = append(stack, n)
+				return true
+			case *ast.SelectorExpr:
+				if p.Sel == id {
+					return false // x.context: a field of something else
+				}
+			}
+			path := selectionsAfter(stack, id)
+			if len(path) == 0 {
+				whole = true
+				return false
+			}
+			root.add(path)
+		}
+		stack = append(stack, n)
+		return true
+	}, func(ast.Node) { stack = stack[:len(stack)-1] })
+	if whole {
+		return nil
+	}
+	return root
+}
+
+func isTop(e ast.Expr) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == "_"
+}
+
+// selectionsAfter returns the field names selected after e, going up
+// through stack (e's ancestors, innermost last) while they select from it
+// by name.
+func selectionsAfter(stack []ast.Node, e ast.Expr) []string {
+	var path []string
+	var cur ast.Node = e
+	for i := len(stack) - 1; i >= 0; i-- {
+		switch p := stack[i].(type) {
+		case *ast.ParenExpr:
+			if p.X != cur {
+				return path
+			}
+		case *ast.SelectorExpr:
+			if p.X != cur {
+				return path
+			}
+			name, _, err := ast.LabelName(p.Sel)
+			if err != nil || name == "" {
+				return path
+			}
+			path = append(path, name)
+		case *ast.IndexExpr:
+			lit, ok := p.Index.(*ast.BasicLit)
+			if p.X != cur || !ok || lit.Kind != token.STRING {
+				return path
+			}
+			name, err := literal.Unquote(lit.Value)
+			if err != nil {
+				return path
+			}
+			path = append(path, name)
+		default:
+			return path
+		}
+		cur = stack[i]
+	}
+	return path
+}
+
+// prune returns the parts of v that p reads; v itself when p reads it
+// whole or v is not a struct (lists are kept whole). Only the root can
+// have no children without being whole (a template reading nothing).
+func (p *ctxPaths) prune(v any) any {
+	m, ok := v.(map[string]any)
+	if p.whole || !ok {
+		return v
+	}
+	out := make(map[string]any, len(p.kids))
+	for k, kp := range p.kids {
+		if x, ok := m[k]; ok {
+			out[k] = kp.prune(x)
+		}
+	}
+	return out
+}
+
+// Context returns cctx reduced to the parts of context the template reads
+// (contextPaths; cctx itself when it uses context whole; never changed). Its evaluations are the same with either: use it to key
 // results by what they depend on.
 func (t *Template) Context(cctx map[string]any) map[string]any {
 	fills := pruneContext(t, map[string]any{"context": cctx})
 	return fills["context"].(map[string]any)
 }
 
-// pruneContext returns fills with the "context" fill reduced to the
-// fields t selects; fills itself when there is nothing to drop (the
-// caller's map is never changed).
+// pruneContext returns fills with the "context" fill reduced to the parts
+// t reads (contextPaths); fills itself when t reads all of it (the
+// caller's maps are never changed).
 func pruneContext(t *Template, fills map[string]any) map[string]any {
-	if t.contextFields == nil {
+	if t.context == nil {
 		return fills
 	}
 	cctx, ok := fills["context"].(map[string]any)
 	if !ok {
 		return fills
 	}
-	drop := false
-	for k := range cctx {
-		if !t.contextFields[k] {
-			drop = true
-			break
-		}
-	}
-	if !drop {
-		return fills
-	}
-	kept := make(map[string]any, len(t.contextFields))
-	for k, v := range cctx {
-		if t.contextFields[k] {
-			kept[k] = v
-		}
-	}
 	out := make(map[string]any, len(fills))
 	for k, v := range fills {
 		out[k] = v
 	}
-	out["context"] = kept
+	out["context"] = t.context.prune(cctx)
 	return out
 }

@@ -209,7 +209,9 @@ func (c *appsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	list := &v1beta1.ApplicationList{}
-	if err := reader.List(ctx, list); err != nil {
+	// Only phases are read: the cache's objects themselves, not a deep
+	// copy of every Application at every scrape.
+	if err := reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		ch <- prometheus.NewInvalidMetric(c.desc, err)
 		return
 	}
