@@ -14,13 +14,13 @@ import (
 )
 
 // DefaultMemoEntries bounds the results an Engine remembers (or the
-// Engines sharing one Memo): about eight per Application of four
+// Engines sharing one Memo): about twelve per Application of four
 // components and traits (each component and trait render, each
-// properties check), so that a resync of 1,000 such Applications finds
-// every result it rendered at the previous one. A result is what a
-// template yields (a few Kubernetes objects as JSON-like maps: a few KiB
-// to tens of KiB), not CUE's graph.
-const DefaultMemoEntries = 8192
+// properties check, each status evaluation), so that a resync of 1,000
+// such Applications finds every result it had at the previous one. A
+// result is what a template yields (a few Kubernetes objects as JSON-like
+// maps: a few KiB to tens of KiB; a status: a few bytes), not CUE's graph.
+const DefaultMemoEntries = 12288
 
 // Memo is a bounded store of evaluation results (Engine.Recall,
 // Engine.Remember) that Engines can share (WithMemo): Engines checked out

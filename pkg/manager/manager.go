@@ -33,8 +33,10 @@
 //     reconcile only, the CUE graphs it evaluated (cuex.Engine.Forget drops
 //     them when the worker is done: they are hundreds of KiB each). The
 //     workers share one memo of evaluation results (cuex.Memo,
-//     cuex.DefaultMemoEntries results, about eight per Application: a
-//     resync renders nothing it rendered before).
+//     cuex.DefaultMemoEntries results, about twelve per Application:
+//     renders and status evaluations, each keyed by the parts of context
+//     its CUE reads; a resync renders and evaluates nothing it did
+//     before).
 //   - Helm chart archives fetched for Applications, by digest, up to
 //     --chart-cache-bytes (32 MiB).
 //

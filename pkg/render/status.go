@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -63,6 +64,58 @@ func EvalStatus(ctx context.Context, st *common.Status, parameter map[string]any
 	}
 	fills := map[string]any{"context": full, "parameter": parameter}
 	name, _ := cctx["name"].(string)
+	// A result is a pure function of the templates and what they read of
+	// the fills: a resync finding the live objects as they were (the
+	// fields the CUE reads, not their resourceVersion) evaluates nothing.
+	key := statusKey(engine, st, name, fills)
+	if key != "" {
+		if r, ok := engine.Recall(key); ok {
+			return r.(StatusResult).copy(), nil
+		}
+	}
+	res, err := evalStatus(ctx, engine, st, name, fills)
+	if err == nil && key != "" {
+		engine.Remember(key, res.copy())
+	}
+	return res, err
+}
+
+// statusKey is the memo key of a status evaluation: each template's hash
+// with the part of context it reads, and the parameter; "" when a
+// template does not compile (the evaluation reports it).
+func statusKey(engine *cuex.Engine, st *common.Status, name string, fills map[string]any) string {
+	parts := []any{"status"}
+	for _, f := range []struct{ kind, text string }{
+		{"health policy", st.HealthPolicy}, {"custom status", st.CustomStatus}, {"status details", st.Details},
+	} {
+		if strings.TrimSpace(f.text) == "" {
+			parts = append(parts, "")
+			continue
+		}
+		t, err := engine.Compile(cuex.Source{Kind: f.kind, Name: name}, f.text)
+		if err != nil {
+			return ""
+		}
+		parts = append(parts, t.Hash(), t.Context(fills["context"].(map[string]any)))
+	}
+	key, err := cuex.Key(append(parts, fills["parameter"])...)
+	if err != nil {
+		return ""
+	}
+	return key
+}
+
+// copy returns r with its own Details.
+func (r StatusResult) copy() StatusResult {
+	if r.Details != nil {
+		r.Details = maps.Clone(r.Details)
+	}
+	return r
+}
+
+// evalStatus evaluates st's CUE with fills.
+func evalStatus(ctx context.Context, engine *cuex.Engine, st *common.Status, name string, fills map[string]any) (StatusResult, error) {
+	res := StatusResult{Healthy: true}
 
 	if strings.TrimSpace(st.HealthPolicy) != "" {
 		src := cuex.Source{Kind: "health policy", Name: name}

@@ -65,3 +65,49 @@ func TestEvalStatus(t *testing.T) {
 		})
 	}
 }
+
+// A status evaluation is remembered by what its CUE reads: the same live
+// object again, or one changed only where the CUE does not look (its
+// resourceVersion, managed fields), evaluates nothing; a change the CUE
+// reads is evaluated afresh. A remembered result is the caller's to keep.
+func TestEvalStatusRemembersByWhatItReads(t *testing.T) {
+	memo := cuex.NewMemo(0)
+	ctx := appfile.WithEngine(context.Background(), cuex.NewEngine(cuex.WithMemo(memo)))
+	st := &common.Status{
+		HealthPolicy: "isHealth: context.output.status.readyReplicas == context.output.spec.replicas\n",
+		CustomStatus: "message: \"Ready:\\(context.output.status.readyReplicas)\"\n",
+		Details:      "ready: \"\\(context.output.status.readyReplicas)\"\n",
+	}
+	cctx := map[string]any{"name": "web", "namespace": "default"}
+	live := func(ready int64, rv string) map[string]any {
+		d := deployment(2, ready, 2, ready, 1, 1)
+		d["metadata"].(map[string]any)["resourceVersion"] = rv
+		d["metadata"].(map[string]any)["managedFields"] = []any{map[string]any{"manager": "kube-controller-manager", "time": rv}}
+		return d
+	}
+	cases := []struct {
+		reason      string
+		output      map[string]any
+		healthy     bool
+		message     string
+		remembered  int
+		editDetails bool
+	}{
+		{reason: "a first evaluation is remembered", output: live(1, "10"), message: "Ready:1", remembered: 1, editDetails: true},
+		{reason: "a change the CUE does not read finds it (and the caller's edit did not reach it)", output: live(1, "11"), message: "Ready:1", remembered: 1},
+		{reason: "a change it reads is evaluated", output: live(2, "12"), healthy: true, message: "Ready:2", remembered: 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			res, err := EvalStatus(ctx, st, nil, tc.output, nil, cctx)
+			require.NoError(t, err)
+			assert.Equal(t, tc.healthy, res.Healthy)
+			assert.Equal(t, tc.message, res.Message)
+			assert.Equal(t, map[string]string{"ready": tc.message[len("Ready:"):]}, res.Details)
+			assert.Equal(t, tc.remembered, memo.Len(), "results remembered")
+			if tc.editDetails {
+				res.Details["ready"] = "edited"
+			}
+		})
+	}
+}
