@@ -249,8 +249,9 @@ func New(c, direct client.Client, recorder record.EventRecorder, wf WorkflowRunn
 	}
 	if r.keepers == nil {
 		clients, releases := r.clients, r.releases
+		namespaces := resourcekeeper.NewKnownNamespaces(0, nil)
 		r.keepers = KeeperFactoryFn(func(app *v1beta1.Application, n int64, p resourcekeeper.Policies) (Keeper, error) {
-			return resourcekeeper.New(app, n, resourcekeeper.Options{Clients: clients, Trackers: direct, Policies: p, Releases: releases})
+			return resourcekeeper.New(app, n, resourcekeeper.Options{Clients: clients, Trackers: direct, Policies: p, Releases: releases, Namespaces: namespaces})
 		})
 	}
 	if r.health == nil {

@@ -102,7 +102,8 @@ func (c countingClient) Delete(ctx context.Context, obj client.Object, opts ...c
 // Application), ResourceTrackers through trackers (the controller's).
 func keepers(clients multicluster.ClusterClients, trackers client.Client, releases resourcekeeper.ReleaseHandler, rec *metrics.Recorder) controller.KeeperFactory {
 	counted := countingClients{next: clients, rec: rec}
+	namespaces := resourcekeeper.NewKnownNamespaces(0, nil)
 	return controller.KeeperFactoryFn(func(app *v1beta1.Application, n int64, p resourcekeeper.Policies) (controller.Keeper, error) {
-		return resourcekeeper.New(app, n, resourcekeeper.Options{Clients: counted, Trackers: trackers, Policies: p, Releases: releases})
+		return resourcekeeper.New(app, n, resourcekeeper.Options{Clients: counted, Trackers: trackers, Policies: p, Releases: releases, Namespaces: namespaces})
 	})
 }

@@ -418,6 +418,15 @@ func (k *Keeper) execute(ctx context.Context, c client.Client, cluster string, p
 		log.Info("adopting an object KubeVela applied for this Application", "object", klog.KObj(p.live), "cluster", cluster)
 	}
 	if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		if apierrors.IsNotFound(err) {
+			// An apply creates what is missing but its namespace: the
+			// namespace is gone, whatever was remembered.
+			ns := obj.GetNamespace()
+			if ns == "" {
+				ns = k.appNamespace
+			}
+			k.namespaces.forget(cluster, ns)
+		}
 		return fmt.Errorf("applying %s: %w", ref, err)
 	}
 	if err := handOver(ctx, c, obj); err != nil {

@@ -66,6 +66,10 @@ type Options struct {
 	// virtual HelmRelease objects (see NewHelmReleases). Nil: such objects
 	// fail with ErrNoReleaseHandler.
 	Releases ReleaseHandler
+	// Namespaces remembers the target namespaces found to exist, shared by
+	// the Keepers of one controller (NewKnownNamespaces). Nil: every
+	// apply reads its namespaces.
+	Namespaces *KnownNamespaces
 }
 
 // Keeper applies and tracks the objects of one Application revision.
@@ -82,6 +86,7 @@ type Keeper struct {
 	policies   Policies
 	deps       map[string][]string
 	releases   ReleaseHandler
+	namespaces *KnownNamespaces
 	// orphan: the Application carries FinalizerOrphanResource; whatever
 	// is collected is orphaned instead of deleted.
 	orphan bool
@@ -127,6 +132,7 @@ func New(app *v1beta1.Application, revision int64, opts Options) (*Keeper, error
 		policies:     opts.Policies,
 		deps:         deps,
 		releases:     opts.Releases,
+		namespaces:   opts.Namespaces,
 		orphan:       slices.Contains(app.Finalizers, v1beta1.FinalizerOrphanResource),
 	}, nil
 }

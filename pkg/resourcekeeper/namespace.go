@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -126,12 +128,16 @@ func (k *Keeper) EnsureNamespaces(ctx context.Context, cluster string, objs []*u
 }
 
 func (k *Keeper) ensureNamespace(ctx context.Context, c client.Client, cluster, name string, create bool) (bool, error) {
+	if k.namespaces.exists(cluster, name) {
+		return false, nil
+	}
 	live := &corev1.Namespace{}
 	err := c.Get(ctx, client.ObjectKey{Name: name}, live)
 	switch {
 	case err == nil && live.DeletionTimestamp != nil:
 		return false, &NamespaceTerminatingError{Cluster: normCluster(cluster), Namespace: name}
 	case err == nil:
+		k.namespaces.saw(cluster, name)
 		return false, nil
 	case apierrors.IsForbidden(err) || tenancy.IsRefusal(err):
 		// The Application may not read namespaces: its identity is bound
@@ -173,4 +179,78 @@ func (k *Keeper) ensureNamespace(ctx context.Context, c client.Client, cluster, 
 	}
 	logf.FromContext(ctx).Info("created the target namespace", "namespace", name, "cluster", clusterOrLocal(normCluster(cluster)))
 	return true, nil
+}
+
+// DefaultNamespaceMemory is how long KnownNamespaces remembers that a
+// namespace exists.
+const DefaultNamespaceMemory = 30 * time.Second
+
+// KnownNamespaces remembers, for a while, which target namespaces were
+// found to exist (and not terminating), per cluster, so that applying the
+// objects of many Applications to one namespace does not read it before
+// every apply (EnsureNamespaces). Only existence is remembered: a missing
+// or terminating namespace is read again each time, and a namespace
+// deleted meanwhile fails the apply (NotFound, retried), which forgets
+// it. The fact is the cluster's, not an identity's: an Application whose
+// identity may not read namespaces is left to its own apply either way,
+// and nothing is created on the strength of what is remembered.
+type KnownNamespaces struct {
+	memory time.Duration
+	now    func() time.Time
+	mu     sync.Mutex
+	seen   map[string]time.Time // cluster + "/" + namespace: when seen existing
+}
+
+// NewKnownNamespaces remembers for memory (DefaultNamespaceMemory when
+// <= 0); now is the clock (time.Now when nil).
+func NewKnownNamespaces(memory time.Duration, now func() time.Time) *KnownNamespaces {
+	if memory <= 0 {
+		memory = DefaultNamespaceMemory
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &KnownNamespaces{memory: memory, now: now, seen: map[string]time.Time{}}
+}
+
+func namespaceKey(cluster, name string) string { return normCluster(cluster) + "/" + name }
+
+// exists reports whether name was seen existing in cluster within the
+// memory; false on a nil receiver.
+func (n *KnownNamespaces) exists(cluster, name string) bool {
+	if n == nil {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	at, ok := n.seen[namespaceKey(cluster, name)]
+	return ok && n.now().Sub(at) < n.memory
+}
+
+// saw records that name exists in cluster now.
+func (n *KnownNamespaces) saw(cluster, name string) {
+	if n == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := n.now()
+	if len(n.seen) >= 1024 {
+		for k, at := range n.seen {
+			if now.Sub(at) >= n.memory {
+				delete(n.seen, k)
+			}
+		}
+	}
+	n.seen[namespaceKey(cluster, name)] = now
+}
+
+// forget drops what is remembered of name in cluster.
+func (n *KnownNamespaces) forget(cluster, name string) {
+	if n == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.seen, namespaceKey(cluster, name))
 }

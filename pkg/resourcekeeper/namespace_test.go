@@ -3,14 +3,17 @@ package resourcekeeper
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/pkg/errclass"
+	"github.com/oamflow/oamflow/pkg/multicluster"
 )
 
 // TestEnsureNamespaces: a missing target namespace is waited for when it
@@ -87,4 +90,64 @@ func TestEnsureNamespacesSkips(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, created)
 	assert.Nil(t, f.tracker(RootTrackerName(app.Name, app.Namespace)), "nothing recorded")
+}
+
+// TestKnownNamespaces: a namespace seen existing is not read again for
+// the memory's length (what changes meanwhile is seen once it ends), and
+// an apply failing because the remembered namespace is gone forgets it at
+// once, so the next attempt reads it and says it is missing.
+func TestKnownNamespaces(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	now := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	known := NewKnownNamespaces(30*time.Second, func() time.Time { return now })
+	app := f.app("memo")
+	keeper := func() *Keeper {
+		k, err := New(app, 1, Options{Clients: multicluster.HubOnly{Hub: f.c}, Namespaces: known})
+		require.NoError(t, err)
+		return k
+	}
+	going := f.ns + "-going"
+	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: going}}))
+	inGoing := objs(configMap(app, 1, "c", "cfg", func(u *unstructured.Unstructured) { u.SetNamespace(going) }))
+
+	cases := []struct {
+		reason  string
+		advance time.Duration
+		prepare func(t *testing.T)
+		wantErr any
+	}{
+		{reason: "an existing namespace is read and remembered"},
+		{reason: "while remembered, a namespace being deleted is not read", advance: 10 * time.Second,
+			prepare: func(t *testing.T) {
+				require.NoError(t, env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: going}}))
+			}},
+		{reason: "once the memory has passed it is read again, and seen terminating", advance: 30 * time.Second, wantErr: new(*NamespaceTerminatingError)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			now = now.Add(tc.advance)
+			if tc.prepare != nil {
+				tc.prepare(t)
+			}
+			_, err := keeper().EnsureNamespaces(ctx, "", inGoing, false)
+			if tc.wantErr == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorAs(t, err, tc.wantErr)
+		})
+	}
+
+	t.Run("an apply into a remembered namespace that is gone forgets it", func(t *testing.T) {
+		gone := f.ns + "-never"
+		known.saw("", gone)
+		inGone := objs(configMap(app, 1, "c", "cfg2", func(u *unstructured.Unstructured) { u.SetNamespace(gone) }))
+		_, err := keeper().EnsureNamespaces(ctx, "", inGone, false)
+		require.NoError(t, err, "remembered: not read")
+		require.Error(t, keeper().Apply(ctx, "", inGone), "the namespace does not exist")
+		_, err = keeper().EnsureNamespaces(ctx, "", inGone, false)
+		var missing *NamespaceMissingError
+		require.ErrorAs(t, err, &missing, "read again and found missing")
+	})
 }
