@@ -59,7 +59,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -913,12 +912,29 @@ type phaseWatch struct {
 	cancel      context.CancelFunc
 }
 
-func watchPhases(ctx context.Context, cfg *rest.Config, n int) (*phaseWatch, error) {
+// benchCache is an informer cache of the benchmark namespace.
+func benchCache(cfg *rest.Config) (cache.Cache, error) {
 	s, err := manager.Scheme()
 	if err != nil {
 		return nil, err
 	}
-	c, err := cache.New(cfg, cache.Options{Scheme: s, DefaultNamespaces: map[string]cache.Config{benchNamespace: {}}})
+	return cache.New(cfg, cache.Options{Scheme: s, DefaultNamespaces: map[string]cache.Config{benchNamespace: {}}})
+}
+
+// startCache starts c until the returned cancel is called, once its
+// informers synced; what names them in the error.
+func startCache(ctx context.Context, c cache.Cache, what string) (context.CancelFunc, error) {
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { _ = c.Start(cctx) }()
+	if !c.WaitForCacheSync(cctx) {
+		cancel()
+		return nil, fmt.Errorf("%s did not sync", what)
+	}
+	return cancel, nil
+}
+
+func watchPhases(ctx context.Context, cfg *rest.Config, n int) (*phaseWatch, error) {
+	c, err := benchCache(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -940,12 +956,8 @@ func watchPhases(ctx context.Context, cfg *rest.Config, n int) (*phaseWatch, err
 	}); err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	w.cancel = cancel
-	go func() { _ = c.Start(cctx) }()
-	if !c.WaitForCacheSync(cctx) {
-		cancel()
-		return nil, errors.New("the Application watch did not sync")
+	if w.cancel, err = startCache(ctx, c, "the Application watch"); err != nil {
+		return nil, err
 	}
 	return w, nil
 }

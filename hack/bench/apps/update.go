@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
-	"github.com/oamflow/oamflow/pkg/manager"
 )
 
 // updatedReplicas is the scaler's replicas after the update wave.
@@ -202,11 +200,7 @@ type appSeen struct {
 }
 
 func watchWave(ctx context.Context, cfg *rest.Config, n int) (*waveWatch, error) {
-	s, err := manager.Scheme()
-	if err != nil {
-		return nil, err
-	}
-	c, err := cache.New(cfg, cache.Options{Scheme: s, DefaultNamespaces: map[string]cache.Config{benchNamespace: {}}})
+	c, err := benchCache(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -235,12 +229,8 @@ func watchWave(ctx context.Context, cfg *rest.Config, n int) (*waveWatch, error)
 			return nil, err
 		}
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	w.cancel = cancel
-	go func() { _ = c.Start(cctx) }()
-	if !c.WaitForCacheSync(cctx) {
-		cancel()
-		return nil, errors.New("the update wave's watches did not sync")
+	if w.cancel, err = startCache(ctx, c, "the update wave's watches"); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
