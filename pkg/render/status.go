@@ -67,13 +67,14 @@ func EvalStatus(ctx context.Context, st *common.Status, parameter map[string]any
 	// A result is a pure function of the templates and what they read of
 	// the fills: a resync finding the live objects as they were (the
 	// fields the CUE reads, not their resourceVersion) evaluates nothing.
-	key := statusKey(engine, st, name, fills)
+	compiled := map[string]*cuex.Template{}
+	key := statusKey(engine, st, name, fills, compiled)
 	if key != "" {
 		if r, ok := engine.Recall(key); ok {
 			return r.(StatusResult).copy(), nil
 		}
 	}
-	res, err := evalStatus(ctx, engine, st, name, fills)
+	res, err := evalStatus(ctx, engine, st, name, fills, compiled)
 	if err == nil && key != "" {
 		engine.Remember(key, res.copy())
 	}
@@ -82,8 +83,9 @@ func EvalStatus(ctx context.Context, st *common.Status, parameter map[string]any
 
 // statusKey is the memo key of a status evaluation: each template's hash
 // with the part of context it reads, and the parameter; "" when a
-// template does not compile (the evaluation reports it).
-func statusKey(engine *cuex.Engine, st *common.Status, name string, fills map[string]any) string {
+// template does not compile (the evaluation reports it). The templates
+// compiled are left in compiled by kind, for the evaluation to use.
+func statusKey(engine *cuex.Engine, st *common.Status, name string, fills map[string]any, compiled map[string]*cuex.Template) string {
 	parts := []any{"status"}
 	for _, f := range []struct{ kind, text string }{
 		{"health policy", st.HealthPolicy}, {"custom status", st.CustomStatus}, {"status details", st.Details},
@@ -96,6 +98,7 @@ func statusKey(engine *cuex.Engine, st *common.Status, name string, fills map[st
 		if err != nil {
 			return ""
 		}
+		compiled[f.kind] = t
 		parts = append(parts, t.Hash(), t.Context(fills["context"].(map[string]any)))
 	}
 	key, err := cuex.Key(append(parts, fills["parameter"])...)
@@ -113,13 +116,14 @@ func (r StatusResult) copy() StatusResult {
 	return r
 }
 
-// evalStatus evaluates st's CUE with fills.
-func evalStatus(ctx context.Context, engine *cuex.Engine, st *common.Status, name string, fills map[string]any) (StatusResult, error) {
+// evalStatus evaluates st's CUE with fills, using the templates of
+// compiled (by kind) where statusKey compiled them.
+func evalStatus(ctx context.Context, engine *cuex.Engine, st *common.Status, name string, fills map[string]any, compiled map[string]*cuex.Template) (StatusResult, error) {
 	res := StatusResult{Healthy: true}
 
 	if strings.TrimSpace(st.HealthPolicy) != "" {
 		src := cuex.Source{Kind: "health policy", Name: name}
-		err := evalField(ctx, engine, src, st.HealthPolicy, fills, func(v cue.Value) error {
+		err := evalField(ctx, engine, compiled[src.Kind], src, st.HealthPolicy, fills, func(v cue.Value) error {
 			h := v.LookupPath(cue.MakePath(cue.Str("isHealth")))
 			if !h.Exists() {
 				return &cuex.Error{Source: src, Message: "the health policy does not define isHealth"}
@@ -141,7 +145,7 @@ func evalStatus(ctx context.Context, engine *cuex.Engine, st *common.Status, nam
 	}
 	if strings.TrimSpace(st.CustomStatus) != "" {
 		src := cuex.Source{Kind: "custom status", Name: name}
-		err := evalField(ctx, engine, src, st.CustomStatus, fills, func(v cue.Value) error {
+		err := evalField(ctx, engine, compiled[src.Kind], src, st.CustomStatus, fills, func(v cue.Value) error {
 			m := v.LookupPath(cue.MakePath(cue.Str("message")))
 			if !m.Exists() {
 				return nil
@@ -162,7 +166,7 @@ func evalStatus(ctx context.Context, engine *cuex.Engine, st *common.Status, nam
 	}
 	if strings.TrimSpace(st.Details) != "" {
 		src := cuex.Source{Kind: "status details", Name: name}
-		err := evalField(ctx, engine, src, st.Details, fills, func(v cue.Value) error {
+		err := evalField(ctx, engine, compiled[src.Kind], src, st.Details, fills, func(v cue.Value) error {
 			it, err := v.Fields()
 			if err != nil {
 				return cuex.Translate(src, err, "")
@@ -205,10 +209,13 @@ func evalStatus(ctx context.Context, engine *cuex.Engine, st *common.Status, nam
 	return res, nil
 }
 
-func evalField(ctx context.Context, engine *cuex.Engine, src cuex.Source, text string, fills map[string]any, fn func(cue.Value) error) error {
-	t, err := engine.Compile(src, text)
-	if err != nil {
-		return err
+// evalField evaluates text (t when it is already compiled) with fills.
+func evalField(ctx context.Context, engine *cuex.Engine, t *cuex.Template, src cuex.Source, text string, fills map[string]any, fn func(cue.Value) error) error {
+	if t == nil {
+		var err error
+		if t, err = engine.Compile(src, text); err != nil {
+			return err
+		}
 	}
 	if err := engine.Eval(ctx, t, fills, fn); err != nil {
 		return fmt.Errorf("evaluating status: %w", err)
