@@ -10,7 +10,7 @@
 // writes; delayed watches) injected at the controller's client transport
 // (e2e/faults/inject, linked into a controller built with -tags faults).
 // Invariants are checked while it runs (no object recreated while its
-// Application lived) and after the faults stop and the controller
+// Application lived, no shared object taken from a sharer that lived) and after the faults stop and the controller
 // converged (every object as the Application's current spec says, on the
 // clusters its placement says, trackers matching the live objects, Helm
 // histories clean, bystanders untouched, nothing left of deleted
@@ -139,6 +139,7 @@ func TestFaults(t *testing.T) {
 		_ = wait.PollUntilContextCancel(watchCtx, 3*time.Second, false, func(ctx context.Context) (bool, error) {
 			for i := range p.apps {
 				uids.check(ctx, cs, i, &v)
+				uids.checkShared(ctx, cs, i, p.apps, &v)
 			}
 			return false, nil
 		})
@@ -255,6 +256,7 @@ func TestFaults(t *testing.T) {
 	v.checked(len(want))
 	for i := range p.apps {
 		uids.check(ctx, cs, i, &v)
+		uids.checkShared(ctx, cs, i, p.apps, &v)
 	}
 	checkBystanders(ctx, cs, bystanders, &v)
 	hookRequests, hookRepeats := hooks.check(want, &v)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 )
 
 // clusters are the clients of the hub ("local") and members by name.
@@ -297,13 +298,89 @@ func metaItems(list client.ObjectList) ([]metav1.Object, error) {
 
 // uidWatch remembers, per life of an Application (its UID), the UID of
 // the web Deployment on a cluster that always holds it: a change means
-// oamflow deleted and recreated an object it had no reason to.
+// oamflow deleted and recreated an object it had no reason to. It does
+// the same for the shared ConfigMaps (checkShared).
 type uidWatch struct {
 	mu   sync.Mutex
 	seen map[string]string
 	// sides are the Application UIDs (lives) of kindGC whose <app>-side
 	// Deployment was seen.
 	sides map[types.UID]bool
+	// shared is the last look at each shared ConfigMap, by name.
+	shared map[string]sharedLook
+}
+
+// sharedLook is one look at a shared ConfigMap: its UID and the sharers
+// it named (owner label or shared-by) that were alive around the read,
+// by name, with the UID of that life.
+type sharedLook struct {
+	uid     types.UID
+	holders map[string]types.UID
+}
+
+// checkShared looks once at the ConfigMap Application i shares with its
+// pair (once per pair: from its first member). A sharer the last look
+// saw holding it, alive (same life, not deleting) ever since, holds it
+// still: the ConfigMap must be there with the same UID. Its other sharer
+// leaving (deleted or recreated) must not take it away: GC hands it over.
+func (u *uidWatch) checkShared(ctx context.Context, cs clusters, i, apps int, v *violations) {
+	if kindOf(i) != kindShared || i%8 != 5 {
+		return
+	}
+	p := pairOf(i, apps)
+	hub := cs[v1beta1.ClusterLocal]
+	alive := func() map[string]types.UID {
+		out := map[string]types.UID{}
+		for _, j := range []int{i, p} {
+			a := &v1beta1.Application{}
+			if j >= 0 && hub.Get(ctx, client.ObjectKey{Namespace: namespace, Name: appName(j)}, a) == nil && a.DeletionTimestamp == nil {
+				out[appName(j)] = a.UID
+			}
+		}
+		return out
+	}
+	before := alive()
+	cm := &corev1.ConfigMap{}
+	err := hub.Get(ctx, client.ObjectKey{Namespace: namespace, Name: sharedName(i)}, cm)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return
+	}
+	gone := err != nil || cm.DeletionTimestamp != nil
+	after := alive()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	v.checked(1)
+	if u.shared == nil {
+		u.shared = map[string]sharedLook{}
+	}
+	if last, ok := u.shared[sharedName(i)]; ok {
+		for app, life := range last.holders {
+			if before[app] != life || after[app] != life || (!gone && cm.UID == last.uid) {
+				continue
+			}
+			now := "deleted"
+			if !gone {
+				now = "recreated as uid " + string(cm.UID)
+			}
+			v.add("local: shared ConfigMap %s (uid %s) %s while %s (uid %s), which held it, lived", sharedName(i), last.uid, now, app, life)
+			break
+		}
+	}
+	if gone {
+		delete(u.shared, sharedName(i))
+		return
+	}
+	look := sharedLook{uid: cm.UID, holders: map[string]types.UID{}}
+	names := []string{cm.Labels[v1beta1.LabelAppName]}
+	for _, s := range strings.Split(cm.Annotations[resourcekeeper.AnnoSharedBy], ",") {
+		names = append(names, strings.TrimPrefix(strings.TrimSpace(s), namespace+"/"))
+	}
+	for _, app := range names {
+		if life, ok := before[app]; ok && after[app] == life {
+			look.holders[app] = life
+		}
+	}
+	u.shared[sharedName(i)] = look
 }
 
 func (u *uidWatch) sideSeen(app types.UID) bool {
