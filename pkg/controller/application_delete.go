@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,6 +70,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, app *v1beta1.Applicati
 	}
 	if !done {
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	if left := k.LeftOnGoneClusters(); len(left) > 0 {
+		r.recorder.Event(app, "Warning", common.ReasonDeleting, fmt.Sprintf(
+			"left %d object(s) on clusters that are no longer registered (they could not be cleaned): %s", len(left), strings.Join(left, ", ")))
 	}
 	if err := r.workflow.Reset(ctx, app); err != nil {
 		return ctrl.Result{}, err

@@ -64,6 +64,9 @@ type Keeper interface {
 	// HasGarbage reports whether trackers of older revisions remain.
 	HasGarbage(ctx context.Context) (bool, error)
 	Delete(ctx context.Context) (done bool, err error)
+	// LeftOnGoneClusters names what Delete left on clusters that are no
+	// longer registered.
+	LeftOnGoneClusters() []string
 	StateKeep(ctx context.Context) error
 	AppliedResources(ctx context.Context) ([]common.ClusterObjectReference, error)
 	CheckTrackers(ctx context.Context) error

@@ -70,3 +70,46 @@ func TestConcurrentAppliesShareOneTracker(t *testing.T) {
 	rt := f.tracker(VersionedTrackerName("shop", f.ns, 1))
 	assert.Len(t, rt.Spec.ManagedResources, n)
 }
+
+// TestDeleteWithAClusterGone: an Application whose member cluster is no
+// longer registered (detached, or gone for good) can still be deleted:
+// what is on the hub is deleted, what is on the gone member is left and
+// named (LeftOnGoneClusters), and the trackers go. A revision's garbage
+// collection, whose Application lives on, waits for the cluster instead.
+func TestDeleteWithAClusterGone(t *testing.T) {
+	f := newFixture(t)
+	ctx := f.t.Context()
+	app := f.app("shop")
+	gone := false
+	clients := multicluster.ClusterClientsFn(func(_ context.Context, cluster string) (client.Client, error) {
+		if cluster == "member-1" && gone {
+			return nil, &multicluster.ClusterNotFoundError{Names: []string{cluster}, Namespace: "vela-system"}
+		}
+		return f.c, nil // every registered cluster is the test API server
+	})
+	keeper := func(rev int64) *Keeper {
+		k, err := New(app, rev, Options{Clients: clients})
+		require.NoError(t, err)
+		return k
+	}
+	require.NoError(t, keeper(1).Apply(ctx, "", objs(configMap(app, 1, "hub", "on-hub"))))
+	require.NoError(t, keeper(1).Apply(ctx, "member-1", objs(configMap(app, 1, "member", "on-member"))))
+	k2 := keeper(2)
+	require.NoError(t, k2.Apply(ctx, "", objs(configMap(app, 2, "hub", "on-hub"))))
+	gone = true
+
+	_, err := k2.GarbageCollect(ctx)
+	require.ErrorIs(t, err, multicluster.ErrClusterNotFound, "GC of a living Application waits for the cluster")
+	assert.NotNil(t, f.get("v1", "ConfigMap", "on-member"))
+	assert.Empty(t, k2.LeftOnGoneClusters())
+
+	done, err := k2.Delete(ctx)
+	require.NoError(t, err)
+	assert.True(t, done, "the deletion finishes")
+	assert.Nil(t, f.get("v1", "ConfigMap", "on-hub"), "the hub's object is deleted")
+	assert.NotNil(t, f.get("v1", "ConfigMap", "on-member"), "nothing can reach the gone member")
+	assert.Equal(t, []string{"ConfigMap " + f.ns + "/on-member in cluster member-1"}, k2.LeftOnGoneClusters())
+	var list v1beta1.ResourceTrackerList
+	require.NoError(t, env.Client.List(ctx, &list, client.MatchingLabels{v1beta1.LabelAppName: "shop", v1beta1.LabelAppNamespace: f.ns}))
+	assert.Empty(t, list.Items, "the trackers go")
+}

@@ -17,6 +17,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/observed"
 )
 
@@ -318,6 +319,9 @@ func (k *Keeper) collectOne(ctx context.Context, e v1beta1.ManagedResource, appD
 	log := logf.FromContext(ctx)
 	c, err := k.clients.Client(ctx, e.Cluster)
 	if err != nil {
+		if k.leftOnGoneCluster(ctx, e, appDelete, err) {
+			return outGone, nil
+		}
 		return outPending, err
 	}
 	live := &unstructured.Unstructured{}
@@ -501,3 +505,23 @@ func joinOrNull(list []string) any {
 	}
 	return strings.Join(list, ",")
 }
+
+// leftOnGoneCluster reports whether the tracked entry e of a deleted
+// Application is on a cluster that is no longer registered (detached, or
+// gone for good; err says so): nothing there can be cleaned, and waiting
+// would hold the Application's deletion for ever, so the entry counts as
+// gone and is remembered (LeftOnGoneClusters) for the controller to say
+// what it left. A revision's garbage collection keeps waiting: its
+// Application lives on, and the cluster may be joined again.
+func (k *Keeper) leftOnGoneCluster(ctx context.Context, e v1beta1.ManagedResource, appDelete bool, err error) bool {
+	if !appDelete || !errors.Is(err, multicluster.ErrClusterNotFound) {
+		return false
+	}
+	logf.FromContext(ctx).Info("left an object on a cluster that is no longer registered", "object", refString(e.ClusterObjectReference), "cluster", e.Cluster)
+	k.leftOnGone = append(k.leftOnGone, refString(e.ClusterObjectReference))
+	return true
+}
+
+// LeftOnGoneClusters names what Delete left on clusters that are no
+// longer registered (see leftOnGoneCluster), in the order it met them.
+func (k *Keeper) LeftOnGoneClusters() []string { return slices.Clone(k.leftOnGone) }

@@ -93,6 +93,9 @@ type Keeper struct {
 	// checkedOld is what CheckTrackers found: whether trackers of other
 	// revisions remain (nil: not checked). A Keeper lives one reconcile.
 	checkedOld *bool
+	// leftOnGone are the objects Delete left on clusters no longer
+	// registered (LeftOnGoneClusters).
+	leftOnGone []string
 
 	// trackerMu serialises this Keeper's ResourceTracker writes: a deploy
 	// step applies to several clusters at once through one Keeper, and

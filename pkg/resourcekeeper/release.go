@@ -203,6 +203,9 @@ func (k *Keeper) collectRelease(ctx context.Context, e v1beta1.ManagedResource, 
 		return outPending, fmt.Errorf("uninstalling %s: %w", ref, ErrNoReleaseHandler)
 	}
 	if err := k.releases.Uninstall(ctx, normCluster(e.Cluster), e); err != nil {
+		if k.leftOnGoneCluster(ctx, e, appDelete, err) {
+			return outGone, nil
+		}
 		var no *helmspec.NotOwnedError
 		if errors.As(err, &no) {
 			// Someone else's now: dropped from our books, left installed.
