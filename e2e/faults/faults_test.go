@@ -10,9 +10,10 @@
 // writes; delayed watches) injected at the controller's client transport
 // (e2e/faults/inject, linked into a controller built with -tags faults).
 // Invariants are checked while it runs (no object recreated while its
-// Application lived, no shared object taken from a sharer that lived) and after the faults stop and the controller
-// converged (every object as the Application's current spec says, on the
-// clusters its placement says, trackers matching the live objects, Helm
+// Application lived, no shared object taken from a sharer that lived)
+// and after the faults stop and the controller converged (every object
+// as the Application's current spec says, on the clusters its placement
+// says, trackers matching the live objects, Helm
 // histories clean, bystanders untouched, nothing left of deleted
 // Applications but what a rule keeps, and every webhook step, an external
 // side effect counted by the suite's HTTP server, performed exactly once
