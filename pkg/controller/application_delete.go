@@ -63,6 +63,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, app *v1beta1.Applicati
 		return ctrl.Result{}, err
 	}
 	done, err := k.Delete(ctx)
+	if msg := k.RebuiltTracker(); msg != "" {
+		r.recorder.Event(app, "Warning", common.ReasonTrackerRebuilt, msg)
+	}
 	if err != nil {
 		err = fmt.Errorf("deleting the resources of %s/%s: %w", app.Namespace, app.Name, err)
 		r.reportDeleteFailure(ctx, app, err)

@@ -475,6 +475,9 @@ func (r *Reconciler) collectGarbage(ctx context.Context, s *scope) (next, error)
 		s.log.Info("collecting what an earlier reconcile left to collect", "revision", s.rev.Name)
 	}
 	done, err := s.keeper.GarbageCollect(ctx)
+	if msg := s.keeper.RebuiltTracker(); msg != "" {
+		r.recorder.Event(s.app, "Warning", common.ReasonTrackerRebuilt, msg)
+	}
 	switch {
 	case err != nil:
 		s.ready.gcErr = err

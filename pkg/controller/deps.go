@@ -67,6 +67,9 @@ type Keeper interface {
 	// LeftOnGoneClusters names what Delete left on clusters that are no
 	// longer registered.
 	LeftOnGoneClusters() []string
+	// RebuiltTracker says which lost ResourceTracker GarbageCollect or
+	// Delete rebuilt from the live objects ("" when none).
+	RebuiltTracker() string
 	StateKeep(ctx context.Context) error
 	AppliedResources(ctx context.Context) ([]common.ClusterObjectReference, error)
 	CheckTrackers(ctx context.Context) error

@@ -52,7 +52,9 @@ var ownershipLabels = []string{
 // ReleaseHandler instead of deleted (orphan leaves it installed). With order dependency, the objects of a component are deleted
 // only after those of every component depending on it are gone. A shared
 // object is handed over to the next sharer instead of deleted. Old trackers
-// whose objects are all collected are deleted.
+// whose objects are all collected are deleted. A current revision's
+// tracker deleted by hand is rebuilt from the live objects first (see
+// rebuildLost).
 //
 // The current revision's objects are those its tracker lists: call
 // GarbageCollect only after the current revision's workflow succeeded, so
@@ -75,6 +77,9 @@ func (k *Keeper) GarbageCollect(ctx context.Context) (done bool, err error) {
 	}
 	t, err := k.listTrackers(ctx, hub)
 	if err != nil {
+		return false, err
+	}
+	if t, err = k.rebuildLost(ctx, hub, t); err != nil {
 		return false, err
 	}
 	if len(t.old) == 0 {
@@ -148,8 +153,10 @@ func (k *Keeper) GarbageCollect(ctx context.Context) (done bool, err error) {
 // it; then the trackers are deleted. With the orphan-resource finalizer on
 // the Application (v1beta1.FinalizerOrphanResource) every tracked object
 // is orphaned instead — kept, without the Application's ownership labels —
-// strategy never included, and Helm releases stay installed. done is true
-// once nothing is left and the finalizer may be removed.
+// strategy never included, and Helm releases stay installed. A current
+// revision's tracker deleted by hand is rebuilt from the live objects first
+// (see rebuildLost). done is true once nothing is left and the finalizer
+// may be removed.
 func (k *Keeper) Delete(ctx context.Context) (done bool, err error) {
 	hub, err := k.hub(ctx)
 	if err != nil {
@@ -157,6 +164,9 @@ func (k *Keeper) Delete(ctx context.Context) (done bool, err error) {
 	}
 	t, err := k.listTrackers(ctx, hub)
 	if err != nil {
+		return false, err
+	}
+	if t, err = k.rebuildLost(ctx, hub, t); err != nil {
 		return false, err
 	}
 	all := t.all()

@@ -96,6 +96,12 @@ type Keeper struct {
 	// leftOnGone are the objects Delete left on clusters no longer
 	// registered (LeftOnGoneClusters).
 	leftOnGone []string
+	// applied is the Application's status.appliedResources: what the
+	// current revision applied, as the controller last recorded it; it
+	// bounds the search for the objects of a lost tracker (rebuildLost).
+	applied []common.ClusterObjectReference
+	// rebuilt says which lost tracker was rebuilt (RebuiltTracker).
+	rebuilt string
 
 	// trackerMu serialises this Keeper's ResourceTracker writes: a deploy
 	// step applies to several clusters at once through one Keeper, and
@@ -137,6 +143,7 @@ func New(app *v1beta1.Application, revision int64, opts Options) (*Keeper, error
 		releases:     opts.Releases,
 		namespaces:   opts.Namespaces,
 		orphan:       slices.Contains(app.Finalizers, v1beta1.FinalizerOrphanResource),
+		applied:      slices.Clone(app.Status.AppliedResources),
 	}, nil
 }
 

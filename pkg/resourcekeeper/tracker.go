@@ -124,13 +124,15 @@ func (k *Keeper) CheckTrackers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	k.checkedOld = ptr.To(len(t.old) > 0)
+	k.checkedOld = ptr.To(len(t.old) > 0 || k.lost(t))
 	return nil
 }
 
 // HasGarbage reports whether a ResourceTracker of another revision than
 // the Keeper's remains: what it recorded and this revision dropped is
-// still to be collected (GarbageCollect deletes such trackers once done).
+// still to be collected (GarbageCollect deletes such trackers once done);
+// or whether the current revision's tracker was lost (GarbageCollect
+// rebuilds it: see rebuildLost).
 // It answers from what CheckTrackers read in this reconcile, else reads
 // through the Keeper's tracker client (the cache); either way a steady
 // reconcile's check costs no API request and no second listing.
@@ -146,7 +148,7 @@ func (k *Keeper) HasGarbage(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return len(t.old) > 0, nil
+	return len(t.old) > 0 || k.lost(t), nil
 }
 
 // AnnoKubeVelaLastApplied is the annotation KubeVela keeps its three-way
@@ -355,6 +357,14 @@ func entryFor(cluster string, obj *unstructured.Unstructured) (v1beta1.ManagedRe
 	if err != nil {
 		return v1beta1.ManagedResource{}, err
 	}
+	e := entryOf(cluster, obj)
+	e.Data = data
+	return e, nil
+}
+
+// entryOf is the tracker entry of obj in cluster without its desired
+// state: its identity, and the component and trait its labels name.
+func entryOf(cluster string, obj *unstructured.Unstructured) v1beta1.ManagedResource {
 	l := obj.GetLabels()
 	trait := ""
 	if l[v1beta1.LabelResourceType] == v1beta1.ResourceTypeTrait {
@@ -364,6 +374,5 @@ func entryFor(cluster string, obj *unstructured.Unstructured) (v1beta1.ManagedRe
 		ClusterObjectReference: refOf(cluster, obj),
 		Component:              l[v1beta1.LabelAppComponent],
 		Trait:                  trait,
-		Data:                   data,
-	}, nil
+	}
 }

@@ -110,3 +110,9 @@ const ReasonAccessDenied = "AccessDenied"
 // ReasonNamespaceCreated is the reason of the Normal Event saying oamflow
 // created a deploy target's missing namespace for the Application.
 const ReasonNamespaceCreated = "NamespaceCreated"
+
+// ReasonTrackerRebuilt is the reason of the Warning Event saying the
+// current revision's ResourceTracker was missing (deleted by hand) and was
+// rebuilt from the Application's live objects before garbage collection or
+// the Application's deletion.
+const ReasonTrackerRebuilt = "ResourceTrackerRebuilt"
