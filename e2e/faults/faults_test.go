@@ -6,9 +6,12 @@
 // a Helm chart, apply-once) are created, changed and deleted while faults
 // are injected at random moments: the controller killed with SIGKILL,
 // the hub's kube-apiserver and etcd killed and started again, a member's
-// kube-apiserver stopped for a while, and API errors (500, 429, 409 on
-// writes; delayed watches) injected at the controller's client transport
-// (e2e/faults/inject, linked into a controller built with -tags faults).
+// kube-apiserver stopped for a while, every ResourceTracker of a steady
+// Application deleted by hand (the controller must rebuild them from the
+// live objects; the Application is left unchanged until it did), and API
+// errors (500, 429, 409 on writes; delayed watches) injected at the
+// controller's client transport (e2e/faults/inject, linked into a
+// controller built with -tags faults).
 // Invariants are checked while it runs (no object recreated while its
 // Application lived, no shared object taken from a sharer that lived)
 // and after the faults stop and the controller converged (every object
@@ -54,6 +57,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/e2e/faults/inject"
 	"github.com/oamflow/oamflow/e2e/framework"
@@ -64,7 +68,10 @@ import (
 // profile sizes a run.
 type profile struct {
 	apps, kills, apiserverRestarts, etcdRestarts, memberOutages int
-	outageMin, outageMax                                        time.Duration
+	// trackerLosses: how many times every tracker of an Application is
+	// deleted by hand.
+	trackerLosses        int
+	outageMin, outageMax time.Duration
 	// gapMin and gapMax bound the time between two faults.
 	gapMin, gapMax time.Duration
 	// writeFaults is the fraction of the controller's writes failed;
@@ -79,7 +86,13 @@ const (
 	faultAPIServer = "hub-apiserver"
 	faultEtcd      = "hub-etcd"
 	faultMember    = "member-outage"
+	faultTracker   = "trackers-deleted"
 )
+
+// rebuildWithin bounds how long the controller may take to rebuild the
+// trackers of an Application deleted by hand: its next resync (1 min)
+// plus the backoff of reconciles failing meanwhile.
+const rebuildWithin = 3 * time.Minute
 
 func TestFaults(t *testing.T) {
 	p := runProfile()
@@ -94,8 +107,8 @@ func TestFaults(t *testing.T) {
 		require.NoError(t, err, "FAULTS_SEED")
 		seed = v
 	}
-	t.Logf("FAULTS_SEED=%d (%d apps, %d kills, %d hub kube-apiserver and %d etcd restarts, %d member outages)",
-		seed, p.apps, p.kills, p.apiserverRestarts, p.etcdRestarts, p.memberOutages)
+	t.Logf("FAULTS_SEED=%d (%d apps, %d kills, %d hub kube-apiserver and %d etcd restarts, %d member outages, %d tracker losses)",
+		seed, p.apps, p.kills, p.apiserverRestarts, p.etcdRestarts, p.memberOutages, p.trackerLosses)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	began := time.Now()
 	ctrl.SetLogger(logr.Discard()) // the clients' logs; the controller's go to its file
@@ -163,14 +176,20 @@ func TestFaults(t *testing.T) {
 	for range p.memberOutages {
 		schedule = append(schedule, faultMember)
 	}
+	for range p.trackerLosses {
+		schedule = append(schedule, faultTracker)
+	}
 	rng.Shuffle(len(schedule), func(a, b int) { schedule[a], schedule[b] = schedule[b], schedule[a] })
 	report := map[string]int{}
 	var outages []string
 	outageDone := make(chan error, 1)
 	outageRunning := false
 	changes := 0
+	// frozen: Applications whose trackers were deleted, left unchanged
+	// until the controller rebuilt them (since when).
+	frozen := map[int]time.Time{}
 	nextFault := time.Now().Add(randDuration(rng, p.gapMin, p.gapMax))
-	for len(schedule) > 0 || outageRunning {
+	for len(schedule) > 0 || outageRunning || len(frozen) > 0 {
 		time.Sleep(randDuration(rng, 300*time.Millisecond, 1500*time.Millisecond))
 		select {
 		case err := <-outageDone:
@@ -183,15 +202,24 @@ func TestFaults(t *testing.T) {
 			t.Logf("the controller exited by itself; starting it again")
 			ctl.start(t)
 		}
-		i := rng.IntN(p.apps)
-		change(t, ctx, cs, rng, i, want)
-		changes++
+		checkRebuilt(ctx, t, hubClient, frozen, &v)
+		if i := rng.IntN(p.apps); frozen[i].IsZero() {
+			change(t, ctx, cs, rng, i, want)
+			changes++
+		}
 		if len(schedule) == 0 || time.Now().Before(nextFault) {
 			continue
 		}
 		f := schedule[0]
 		if f == faultMember && outageRunning {
 			continue // one member outage at a time
+		}
+		if f == faultTracker {
+			i, ok := loseTrackers(ctx, t, hubClient, rng, want)
+			if !ok {
+				continue // no Application is steady now: later
+			}
+			frozen[i] = time.Now()
 		}
 		schedule = schedule[1:]
 		nextFault = time.Now().Add(randDuration(rng, p.gapMin, p.gapMax))
@@ -270,6 +298,57 @@ func TestFaults(t *testing.T) {
 		t.Errorf("violation: %s", f)
 	}
 	assert.Equal(t, p.kills, ctl.kills, "every kill happened")
+}
+
+// loseTrackers deletes, as a user would by hand, every ResourceTracker of
+// an Application whose current spec has been deployed (running, workflow
+// finished for its generation), and returns which; false when none is.
+func loseTrackers(ctx context.Context, t *testing.T, hub client.Client, rng *rand.Rand, want []desired) (int, bool) {
+	t.Helper()
+	for _, i := range rng.Perm(len(want)) {
+		if !want[i].exists {
+			continue
+		}
+		app := &v1beta1.Application{}
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: namespace, Name: appName(i)}, app); err != nil {
+			continue
+		}
+		st := app.Status
+		if app.DeletionTimestamp != nil || st.Phase != common.ApplicationRunning || st.ObservedGeneration != app.Generation ||
+			st.Workflow == nil || !st.Workflow.Finished || len(st.AppliedResources) == 0 {
+			continue
+		}
+		err := withRetry(func() error {
+			return hub.DeleteAllOf(ctx, &v1beta1.ResourceTracker{}, client.MatchingLabels{v1beta1.LabelAppName: appName(i), v1beta1.LabelAppNamespace: namespace})
+		})
+		require.NoError(t, err)
+		t.Logf("fault: every ResourceTracker of app-%d (%s) deleted by hand", i, kindOf(i))
+		return i, true
+	}
+	return 0, false
+}
+
+// checkRebuilt unfreezes the Applications whose trackers the controller
+// rebuilt, and records a violation for one it did not rebuild in time.
+func checkRebuilt(ctx context.Context, t *testing.T, hub client.Client, frozen map[int]time.Time, v *violations) {
+	t.Helper()
+	for i, since := range frozen {
+		rts := &v1beta1.ResourceTrackerList{}
+		if err := hub.List(ctx, rts, client.MatchingLabels{v1beta1.LabelAppName: appName(i), v1beta1.LabelAppNamespace: namespace}); err != nil {
+			continue // the hub may be restarting
+		}
+		for _, rt := range rts.Items {
+			if rt.Spec.Type == v1beta1.ResourceTrackerTypeVersioned {
+				t.Logf("app-%d: tracker %s rebuilt %s after its trackers were deleted", i, rt.Name, time.Since(since).Round(time.Second))
+				delete(frozen, i)
+				break
+			}
+		}
+		if _, still := frozen[i]; still && time.Since(since) > rebuildWithin {
+			v.add("app-%d (%s): no ResourceTracker rebuilt %s after its trackers were deleted", i, kindOf(i), rebuildWithin)
+			delete(frozen, i)
+		}
+	}
 }
 
 // change makes one random change to Application i and records it in

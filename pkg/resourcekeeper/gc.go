@@ -79,7 +79,7 @@ func (k *Keeper) GarbageCollect(ctx context.Context) (done bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if t, err = k.rebuildLost(ctx, hub, t); err != nil {
+	if t, err = k.rebuildLost(ctx, hub, t, false); err != nil {
 		return false, err
 	}
 	if len(t.old) == 0 {
@@ -153,9 +153,9 @@ func (k *Keeper) GarbageCollect(ctx context.Context) (done bool, err error) {
 // it; then the trackers are deleted. With the orphan-resource finalizer on
 // the Application (v1beta1.FinalizerOrphanResource) every tracked object
 // is orphaned instead — kept, without the Application's ownership labels —
-// strategy never included, and Helm releases stay installed. A current
-// revision's tracker deleted by hand is rebuilt from the live objects first
-// (see rebuildLost). done is true once nothing is left and the finalizer
+// strategy never included, and Helm releases stay installed. What a
+// tracker deleted by hand listed is found again from the live objects
+// first (see rebuildLost). done is true once nothing is left and the finalizer
 // may be removed.
 func (k *Keeper) Delete(ctx context.Context) (done bool, err error) {
 	hub, err := k.hub(ctx)
@@ -166,7 +166,7 @@ func (k *Keeper) Delete(ctx context.Context) (done bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if t, err = k.rebuildLost(ctx, hub, t); err != nil {
+	if t, err = k.rebuildLost(ctx, hub, t, true); err != nil {
 		return false, err
 	}
 	all := t.all()

@@ -17,6 +17,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/observed"
+	"github.com/oamflow/oamflow/pkg/tenancy"
 )
 
 // lost reports whether t misses the current revision's tracker although
@@ -29,7 +30,10 @@ func (k *Keeper) lost(t *trackers) bool {
 // rebuildLost re-creates the current revision's ResourceTracker when it
 // was lost (see lost), from what is live, so that garbage collection and
 // the Application's deletion still find everything it deployed instead of
-// leaking it. It returns the trackers as they are afterwards.
+// leaking it. With sweep (the Application's deletion) it also looks when
+// the tracker is there, and adds what no tracker lists: a tracker deleted
+// in the middle of a run, or an older revision's deleted before its
+// garbage was collected. It returns the trackers as they are afterwards.
 //
 // What is looked for is bounded by status.appliedResources (the
 // controller's own record of what the revision applied): in each of its
@@ -44,10 +48,11 @@ func (k *Keeper) lost(t *trackers) bool {
 //
 // The rebuilt entries carry no desired state: nothing is re-applied from
 // them, so drift repair of those objects resumes with the next revision;
-// they are collected and deleted like any other entry. The tracker is
+// they are collected and deleted like any other entry. A lost tracker is
 // written even when nothing was found, so the search runs once.
-func (k *Keeper) rebuildLost(ctx context.Context, hub client.Client, t *trackers) (*trackers, error) {
-	if !k.lost(t) {
+func (k *Keeper) rebuildLost(ctx context.Context, hub client.Client, t *trackers, sweep bool) (*trackers, error) {
+	lost := k.lost(t)
+	if !lost && (!sweep || len(k.applied) == 0) {
 		return t, nil
 	}
 	ctx = observed.Direct(ctx)
@@ -61,22 +66,35 @@ func (k *Keeper) rebuildLost(ctx context.Context, hub client.Client, t *trackers
 		}
 	}
 	entries, err := k.liveEntries(ctx, tracked)
+	if err != nil && !lost {
+		// Nothing is known to be missing: the deletion goes on with what
+		// the trackers list.
+		logf.FromContext(ctx).Info("could not look for objects no tracker lists", "reason", err.Error())
+		return t, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding the lost ResourceTracker %s of Application %s: %w", name, k.ownerKey(), err)
 	}
-	if len(entries) == 0 {
+	switch {
+	case len(entries) == 0 && !lost:
+		return t, nil
+	case len(entries) == 0:
 		err = hub.Create(ctx, k.newTracker(v1beta1.ResourceTrackerTypeVersioned), client.FieldOwner(FieldManager))
 		if apierrors.IsAlreadyExists(err) {
 			err = nil
 		}
-	} else {
+	default:
 		err = k.upsertEntries(ctx, hub, v1beta1.ResourceTrackerTypeVersioned, entries)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding the lost ResourceTracker %s of Application %s: %w", name, k.ownerKey(), err)
 	}
-	k.rebuilt = fmt.Sprintf("ResourceTracker %s was missing (deleted by hand?): rebuilt from %d live object(s) of the Application", name, len(entries))
-	logf.FromContext(ctx).Info("rebuilt a lost ResourceTracker from the live objects", "tracker", name, "objects", len(entries))
+	if lost {
+		k.rebuilt = fmt.Sprintf("ResourceTracker %s was missing (deleted by hand?): rebuilt from %d live object(s) of the Application", name, len(entries))
+	} else {
+		k.rebuilt = fmt.Sprintf("%d live object(s) of the Application were in no ResourceTracker (one deleted by hand?): added to %s", len(entries), name)
+	}
+	logf.FromContext(ctx).Info("rebuilt a lost ResourceTracker from the live objects", "tracker", name, "objects", len(entries), "lost", lost)
 	return k.listTrackers(ctx, hub)
 }
 
@@ -132,8 +150,9 @@ func (k *Keeper) liveEntries(ctx context.Context, tracked map[entryKey]bool) ([]
 			out = append(out, e)
 		}
 	}
-	// What the status names and is not labelled ours: shared objects
-	// another Application owns now, which this one must leave.
+	// What the status names and no listing found: shared objects another
+	// Application owns now, which this one must leave, and what could not
+	// be listed (an identity allowed to read but not to list).
 	for key, ref := range named {
 		if tracked[key] {
 			continue
@@ -143,7 +162,7 @@ func (k *Keeper) liveEntries(ctx context.Context, tracked map[entryKey]bool) ([]
 			errs = append(errs, err)
 			continue
 		}
-		if obj != nil && slices.Contains(sharers(obj), k.ownerKey()) {
+		if obj != nil && (k.ownedByUs(obj) || slices.Contains(sharers(obj), k.ownerKey())) {
 			tracked[key] = true
 			out = append(out, entryOf(ref.Cluster, obj))
 		}
@@ -169,8 +188,8 @@ func (k *Keeper) listOurs(ctx context.Context, s scanKey) ([]*unstructured.Unstr
 		opts = append(opts, client.InNamespace(s.namespace))
 	}
 	if err := c.List(ctx, list, opts...); err != nil {
-		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-			return nil, nil
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || tenancy.IsRefusal(err) {
+			return nil, nil // Forbidden: the objects the status names are read one by one
 		}
 		return nil, fmt.Errorf("listing %s of Application %s in cluster %s: %w", s.kind, k.ownerKey(), clusterOrLocal(s.cluster), denied(ctx, err))
 	}

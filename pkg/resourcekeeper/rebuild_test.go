@@ -65,6 +65,23 @@ func TestLostTrackerRebuilt(t *testing.T) {
 			},
 		},
 		{
+			reason: "deleting the Application finds what a tracker deleted in the middle of a run no longer lists",
+			run: func(t *testing.T, w world) {
+				ctx := w.f.t.Context()
+				// The run goes on: its next step records the ConfigMap in
+				// a new tracker, which does not list the Deployment.
+				require.NoError(t, w.f.keeper(w.app, 1).Apply(ctx, "", objs(configMap(w.app, 1, "cfg", "cfg"))))
+				k := w.f.keeper(w.app, 1)
+				done, err := k.Delete(ctx)
+				require.NoError(t, err)
+				assert.True(t, done)
+				assert.Contains(t, k.RebuiltTracker(), "in no ResourceTracker")
+				assert.Nil(t, w.f.get("apps/v1", "Deployment", "web"), "the Deployment does not leak")
+				assert.Nil(t, w.f.get("v1", "ConfigMap", "cfg"))
+				assert.NotNil(t, w.f.get("v1", "ConfigMap", "look-alike"), "a look-alike oamflow never wrote stays")
+			},
+		},
+		{
 			reason: "a later revision collects what it dropped from the rebuilt tracker",
 			run: func(t *testing.T, w world) {
 				ctx := w.f.t.Context()
