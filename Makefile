@@ -73,6 +73,17 @@ build: ## Build bin/oamflow (CLI) and bin/oamflow-controller (manager).
 image: ## Build the oamflow-controller image offline (no Docker): bin/image/oci (OCI layout, linux/amd64+arm64 index), bin/image/*.tar (docker load), bin/image/digest. Same commit, same digest.
 	$(GO) run ./hack/image -out $(BIN)/image $(IMAGE_FLAGS)
 
+.PHONY: image-verify
+image-verify: ## Prove make image reproducible (slow: two cross-compiles, the second with an empty Go build cache; not in make test): build into bin/image-verify/a and b, fail unless every file is the same, then check what the image holds (hack/image -verify).
+	rm -rf $(BIN)/image-verify
+	$(GO) run ./hack/image -out $(BIN)/image-verify/a $(IMAGE_FLAGS)
+	# An empty build cache: no compiled package is shared with the first build.
+	GOCACHE=$(BIN)/image-verify/gocache $(GO) run ./hack/image -out $(BIN)/image-verify/b $(IMAGE_FLAGS)
+	rm -rf $(BIN)/image-verify/gocache
+	diff -r $(BIN)/image-verify/a $(BIN)/image-verify/b
+	@echo "two builds, one digest: $$(cat $(BIN)/image-verify/a/digest)"
+	$(GO) run ./hack/image -verify -out $(BIN)/image-verify/a
+
 .PHONY: image-push
 image-push: ## Push bin/image/oci to $(REGISTRY)/oamflow-controller:<tag> (credentials from ~/.docker/config.json); run make image first.
 	@test -n "$(REGISTRY)" || { echo "REGISTRY=host[:port][/path] is required" >&2; exit 1; }

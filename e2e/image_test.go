@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,6 +28,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -42,7 +45,10 @@ import (
 // accepts the Pod spec), then pulls the image back, takes the binary out
 // of its layer and runs it outside the cluster with the Deployment's exact
 // arguments (plus a kubeconfig and free ports): an Application runs.
-// Pods do not run under kwok; this is the closest honest check.
+// Pods do not run under kwok; this is the closest honest check. Run as
+// root, it runs the image's file system as the Pod's securityContext
+// would (asInPodScript): user 65532, read-only root, /tmp the only
+// writable folder.
 func TestImage(t *testing.T) {
 	ctx := context.Background()
 	out := t.TempDir()
@@ -108,17 +114,34 @@ func TestImage(t *testing.T) {
 	cf, err := img.ConfigFile()
 	require.NoError(t, err)
 	assert.Equal(t, "65532:65532", cf.Config.User)
-	bin := filepath.Join(t.TempDir(), "oamflow-controller")
-	extractFile(t, img, strings.TrimPrefix(cf.Config.Entrypoint[0], "/"), bin)
 
-	args := append([]string{}, container.Args...)
-	args = append(args, "--kubeconfig="+hub.Kubeconfig,
-		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", freeTCPPort(t)),
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", freeTCPPort(t)), fmt.Sprintf("--webhook-port=%d", freeTCPPort(t)))
-	t.Logf("$ %s %s", cf.Config.Entrypoint[0], strings.Join(args, " "))
-	cmd := exec.Command(bin, args...)
+	ports := []string{fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", freeTCPPort(t)),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", freeTCPPort(t)), fmt.Sprintf("--webhook-port=%d", freeTCPPort(t))}
+	var cmd *exec.Cmd
+	asInPod := asInPodCommand(t, img, cf, container, hub.Kubeconfig, ports)
+	if asInPod != nil {
+		cmd = asInPod
+	} else {
+		bin := filepath.Join(t.TempDir(), "oamflow-controller")
+		extractFile(t, img, strings.TrimPrefix(cf.Config.Entrypoint[0], "/"), bin)
+		args := append([]string{}, container.Args...)
+		args = append(args, "--kubeconfig="+hub.Kubeconfig)
+		cmd = exec.Command(bin, append(args, ports...)...)
+	}
+	t.Logf("$ %s", strings.Join(cmd.Args, " "))
 	cmd.Stdout, cmd.Stderr = framework.LogWriter(t), framework.LogWriter(t)
 	require.NoError(t, cmd.Start())
+	if asInPod != nil {
+		// The process is the controller itself (every step execs the
+		// next): it runs as the image's user, on a read-only root.
+		var seen string
+		framework.WaitFor(t, time.Minute, "the controller runs as 65532 on a read-only root", func(context.Context) (bool, error) {
+			var err error
+			seen, err = runsAsInPod(cmd.Process.Pid)
+			return err == nil, err
+		})
+		t.Logf("the controller (pid %d) %s", cmd.Process.Pid, seen)
+	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan error, 1)
@@ -177,5 +200,138 @@ func extractFile(t *testing.T, img v1.Image, path, dst string) {
 		require.NoError(t, err)
 		require.NoError(t, f.Close())
 		return
+	}
+}
+
+// asInPodScript runs an image's entrypoint the way the chart's Pod does,
+// as far as this machine can without a container runtime: in a private
+// mount namespace, chrooted into the image's file system mounted
+// read-only (readOnlyRootFilesystem), with an empty /tmp (the chart's
+// emptyDir) holding the kubeconfig, as the image's user, with only the
+// image's and the container's environment. Every step execs the next.
+// Arguments: chroot, root, kubeconfig, user, then the env assignments up
+// to "--", then the command line.
+const asInPodScript = `set -e
+chroot=$1 root=$2 kubeconfig=$3 user=$4
+shift 4
+mount --bind "$root" "$root"
+mount -o remount,bind,ro "$root"
+mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
+mount -t proc proc "$root/proc"
+cp "$kubeconfig" "$root/tmp/kubeconfig"
+chmod 0644 "$root/tmp/kubeconfig"
+env=""
+while [ "$1" != "--" ]; do env="$env $1"; shift; done
+shift
+exec env -i $env "$chroot" --userspec="$user" "$root" "$@"
+`
+
+// asInPodCommand is the command running img's entrypoint with the
+// container's arguments and environment as asInPodScript says, or nil
+// when this test may not (not root, or no unshare or chroot).
+func asInPodCommand(t *testing.T, img v1.Image, cf *v1.ConfigFile, container corev1.Container, kubeconfig string, extraArgs []string) *exec.Cmd {
+	t.Helper()
+	unshare, errU := exec.LookPath("unshare")
+	chroot, errC := exec.LookPath("chroot")
+	if os.Geteuid() != 0 || errU != nil || errC != nil || exec.Command(unshare, "-m", "true").Run() != nil {
+		t.Logf("not root, or no unshare, chroot or mount namespaces: running the image's binary as this user, on this machine's file system")
+		return nil
+	}
+	root := filepath.Join(t.TempDir(), "rootfs")
+	extractRootfs(t, img, root)
+	// The mount points a container runtime makes.
+	for _, d := range []string{"tmp", "proc"} {
+		require.NoError(t, os.Mkdir(filepath.Join(root, d), 0o755))
+	}
+	// The kubeconfig is copied into the container's /tmp: it must not
+	// name files outside it.
+	kc, err := clientcmd.LoadFromFile(kubeconfig)
+	require.NoError(t, err)
+	require.NoError(t, clientcmdapi.FlattenConfig(kc))
+	flat := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, flat))
+
+	args := []string{"-m", "--propagation", "private", "sh", "-c", asInPodScript, "sh", chroot, root, flat, cf.Config.User}
+	env := append([]string{}, cf.Config.Env...)
+	for _, e := range container.Env {
+		env = append(env, e.Name+"="+e.Value)
+	}
+	for _, e := range env {
+		require.NotRegexp(t, `\s`, e, "asInPodScript splits the environment at spaces")
+	}
+	args = append(args, env...)
+	args = append(args, "--")
+	args = append(args, cf.Config.Entrypoint...)
+	args = append(args, container.Args...)
+	args = append(args, "--kubeconfig=/tmp/kubeconfig")
+	return exec.Command(unshare, append(args, extraArgs...)...)
+}
+
+// runsAsInPod fails unless the process pid runs as 65532:65532 (real,
+// effective, saved and file system ids) with a read-only root file
+// system, and says what it saw.
+func runsAsInPod(pid int) (string, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "", err
+	}
+	var seen []string
+	ok := map[string]bool{}
+	for _, l := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(l); len(f) == 5 && (f[0] == "Uid:" || f[0] == "Gid:") {
+			seen = append(seen, strings.Join(f, " "))
+			ok[f[0]] = f[1] == "65532" && f[2] == "65532" && f[3] == "65532" && f[4] == "65532"
+		}
+	}
+	if !ok["Uid:"] || !ok["Gid:"] {
+		return "", fmt.Errorf("process %d does not run as 65532:65532 (yet): %v", pid, seen)
+	}
+	mounts, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		return "", err
+	}
+	// mountinfo: id parent major:minor root mount-point options ...; the
+	// mount points as the process sees them, below its root.
+	for _, l := range strings.Split(string(mounts), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 5 && f[4] == "/" {
+			if !slices.Contains(strings.Split(f[5], ","), "ro") {
+				return "", fmt.Errorf("the root of process %d is mounted %s", pid, f[5])
+			}
+			return fmt.Sprintf("runs with %s, its root / mounted %s", strings.Join(seen, ", "), f[5]), nil
+		}
+	}
+	return "", fmt.Errorf("no root mount in /proc/%d/mountinfo", pid)
+}
+
+// extractRootfs writes the image's flattened file system under dir, with
+// the owners and modes of its layers.
+func extractRootfs(t *testing.T, img v1.Image, dir string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		require.NoError(t, err)
+		dst := filepath.Join(dir, filepath.Clean("/"+h.Name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			require.NoError(t, os.MkdirAll(dst, os.FileMode(h.Mode).Perm()))
+		case tar.TypeReg:
+			f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(h.Mode).Perm())
+			require.NoError(t, err)
+			_, err = io.Copy(f, tr)
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		default:
+			t.Fatalf("%s: an entry of type %c, the image should hold files and folders only", h.Name, h.Typeflag)
+		}
+		require.NoError(t, os.Chown(dst, h.Uid, h.Gid))
+		require.NoError(t, os.Chmod(dst, os.FileMode(h.Mode).Perm()))
 	}
 }

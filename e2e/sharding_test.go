@@ -6,9 +6,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -68,36 +71,112 @@ func (p *controllerProc) stop(t *testing.T) {
 	})
 }
 
-var runningGauge = regexp.MustCompile(`(?m)^oamflow_applications\{phase="running"\} (\d+)$`)
+var (
+	runningGauge = regexp.MustCompile(`(?m)^oamflow_applications\{phase="running"\} (\d+)$`)
+	// reconcileCounter is controller-runtime's count of the Application
+	// controller's reconciles, one line per result (success, error,
+	// requeue, requeue_after).
+	reconcileCounter = regexp.MustCompile(`(?m)^controller_runtime_reconcile_total\{controller="application",result="[a-z_]+"\} (\d+)$`)
+)
 
-// runningApps is the shard's oamflow_applications{phase="running"}: the
-// Applications in its cache.
-func (p *controllerProc) runningApps() string {
+// scrape is the shard's /metrics ("" when it cannot be read).
+func (p *controllerProc) scrape() string {
 	resp, err := http.Get("http://" + p.metrics + "/metrics") //nolint:noctx // local endpoint
 	if err != nil {
 		return ""
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	if m := runningGauge.FindStringSubmatch(string(data)); m != nil {
+	if resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	return string(data)
+}
+
+// runningApps is the shard's oamflow_applications{phase="running"}: the
+// Applications in its cache.
+func (p *controllerProc) runningApps() string {
+	if m := runningGauge.FindStringSubmatch(p.scrape()); m != nil {
 		return m[1]
 	}
 	return "0"
 }
 
+// reconciles is the shard's controller_runtime_reconcile_total of the
+// Application controller, summed over results: how many Application
+// reconciles this process ran; -1 when /metrics cannot be read.
+func (p *controllerProc) reconciles() int {
+	text := p.scrape()
+	if text == "" {
+		return -1
+	}
+	n := 0
+	for _, m := range reconcileCounter.FindAllStringSubmatch(text, -1) {
+		v, _ := strconv.Atoi(m[1])
+		n += v
+	}
+	return n
+}
+
+// settledReconciles waits until no shard in procs reconciles anything
+// for a few seconds and returns each one's reconcile count.
+func settledReconciles(t *testing.T, procs map[string]*controllerProc) map[string]int {
+	t.Helper()
+	read := func() map[string]int {
+		counts := map[string]int{}
+		for shard, p := range procs {
+			counts[shard] = p.reconciles()
+		}
+		return counts
+	}
+	var last map[string]int
+	framework.WaitFor(t, 2*time.Minute, "the shards stop reconciling", func(context.Context) (bool, error) {
+		a := read()
+		time.Sleep(3 * time.Second)
+		last = read()
+		for _, n := range last {
+			if n < 0 {
+				return false, fmt.Errorf("a shard's /metrics cannot be read: %v", last)
+			}
+		}
+		return maps.Equal(a, last), nil
+	})
+	return last
+}
+
+// touch changes an annotation of each Application named, which makes the
+// shard that reconciles it reconcile it once more (and nothing else).
+func touch(t *testing.T, c client.Client, names []string, value string) {
+	t.Helper()
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"e2e.oamflow.dev/touched":"`+value+`"}}}`))
+	for _, name := range names {
+		app := &v1beta1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+		require.NoError(t, c.Patch(context.Background(), app, patch), "touching %s", name)
+	}
+}
+
 // TestShardingOutOfCluster installs the chart with sharding on (a master
 // and shards shard-0 and shard-1) into a local cluster and runs the three
 // controllers outside it with their Deployments' arguments: 20 new
-// Applications are labelled half for each shard by the master's webhook,
-// each shard's metrics count only its own; re-labelling one moves it
-// without re-creating its objects or re-running its workflow; when shard-1
-// stops, its Applications are left alone and say which shard they wait for.
+// Applications are labelled half for each shard by the master's webhook;
+// each shard's metrics show that it reconciles only its own (touching one
+// shard's Applications moves that shard's controller_runtime_reconcile_total
+// and no other's) and caches only its own (oamflow_applications);
+// re-labelling one moves it without re-creating its objects or re-running
+// its workflow; when shard-1 stops, its Applications are left alone (no
+// other shard reconciles them when they change) and say which shard they
+// wait for.
 func TestShardingOutOfCluster(t *testing.T) {
 	env := framework.Start(t, 1, framework.WithNodes(1))
 	hub := env.Cluster(t, "local")
 	ctx := context.Background()
 	const ns = "oamflow-system"
-	framework.InstallChart(t, hub, ns, map[string]any{"sharding": map[string]any{"enabled": true, "shards": []any{"shard-0", "shard-1"}}})
+	// No periodic resync during the test: a shard's reconcile count moves
+	// only when one of its Applications changes.
+	framework.InstallChart(t, hub, ns, map[string]any{
+		"sharding":   map[string]any{"enabled": true, "shards": []any{"shard-0", "shard-1"}},
+		"controller": map[string]any{"resyncPeriod": "1h"},
+	})
 
 	scheme, err := manager.Scheme()
 	require.NoError(t, err)
@@ -151,6 +230,31 @@ components:
 	}
 	t.Logf("Applications per shard: %v", perShard)
 	assert.Equal(t, map[string]int{"shard-0": n / 2, "shard-1": n / 2}, perShard, "the webhook splits new Applications round-robin")
+
+	// Each shard reconciles its own Applications only: touching the
+	// Applications of one shard moves that shard's
+	// controller_runtime_reconcile_total by at least one reconcile each,
+	// and the other shards' not at all.
+	for _, shard := range []string{"shard-1", "shard-0"} {
+		var names []string
+		for name, s := range shardOf {
+			if s == shard {
+				names = append(names, name)
+			}
+		}
+		before := settledReconciles(t, procs)
+		touch(t, c, names, shard)
+		framework.WaitFor(t, time.Minute, shard+" reconciles its touched Applications", func(context.Context) (bool, error) {
+			return procs[shard].reconciles() >= before[shard]+len(names), nil
+		})
+		after := settledReconciles(t, procs)
+		t.Logf("reconciles before and after touching the %d Applications of %s: %v -> %v", len(names), shard, before, after)
+		for other := range procs {
+			if other != shard {
+				assert.Equal(t, before[other], after[other], "%s reconciled none of %s's Applications", other, shard)
+			}
+		}
+	}
 	framework.WaitFor(t, time.Minute, "each shard's metrics count its own Applications only", func(context.Context) (bool, error) {
 		return procs["shard-0"].runningApps() == "10" && procs["shard-1"].runningApps() == "10" && procs["master"].runningApps() == "0", nil
 	})
@@ -196,4 +300,20 @@ components:
 		})
 	}
 	assert.Equal(t, "9", procs["shard-0"].runningApps(), "shard-0 still holds only its own")
+
+	// With shard-1 stopped, its Applications change and neither the master
+	// nor shard-0 reconciles them.
+	running := map[string]*controllerProc{"master": procs["master"], "shard-0": procs["shard-0"]}
+	var orphans []string
+	for name, shard := range shardOf {
+		if shard == "shard-1" || name == moved {
+			orphans = append(orphans, name)
+		}
+	}
+	idle := settledReconciles(t, running)
+	touch(t, c, orphans, "shard-1-stopped")
+	time.Sleep(5 * time.Second)
+	now := settledReconciles(t, running)
+	t.Logf("reconciles before and after touching the %d Applications of the stopped shard-1: %v -> %v", len(orphans), idle, now)
+	assert.Equal(t, idle, now, "nobody reconciles the Applications of the stopped shard-1")
 }

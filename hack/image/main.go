@@ -4,10 +4,12 @@
 // certificates, user 65532, OCI labels, every timestamp the commit's time.
 // One commit gives one digest. It writes an OCI image layout (an index of
 // one image per platform) and a `docker load`-able tarball per platform
-// under -out, and with -push copies the layout's index to a registry.
+// under -out, and with -push copies the layout's index to a registry;
+// -verify checks what a built layout holds.
 //
 //	go run ./hack/image                      # make image
 //	go run ./hack/image -push REGISTRY/oamflow-controller:TAG   # make image-push
+//	go run ./hack/image -verify              # make image-verify, after two builds compared
 package main
 
 import (
@@ -59,8 +61,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	epoch := fs.String("source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "seconds since 1970 used for every timestamp (default: $SOURCE_DATE_EPOCH, else the commit time)")
 	caBundle := fs.String("ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "PEM bundle of CA certificates put into the image")
 	push := fs.String("push", "", "instead of building, push the index in -out's OCI layout to this reference (registry/repository:tag)")
+	verify := fs.Bool("verify", false, "instead of building, print what the images of -out's OCI layout hold and fail unless that is only the binary (static, of the image's architecture) and the CA certificates, owned by root, run as 65532, with the OCI labels")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *verify {
+		return Verify(filepath.Join(*out, "oci"), stdout)
 	}
 	if *push != "" {
 		d, err := Push(ctx, filepath.Join(*out, "oci"), *push)
