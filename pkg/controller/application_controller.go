@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -369,7 +370,11 @@ func selectsByLabels(app *v1beta1.Application) bool {
 
 // needsReconcile reports whether an update of an Application asks for a
 // reconcile: the periodic resync, anything but a status write, or a
-// workflow operation.
+// workflow operation. Adding our finalizer asks for none: the reconcile
+// that adds it (prepare) goes on; reconciling again on it would start
+// over before the cache has that reconcile's status write (a stale read
+// of the Application, read again from the API server). Its status write,
+// which starts status.workflow, does ask for one, on a fresh read.
 func needsReconcile(o, n *v1beta1.Application) bool {
 	if o.ResourceVersion == n.ResourceVersion {
 		// The periodic resync: health and drift are checked again.
@@ -377,7 +382,7 @@ func needsReconcile(o, n *v1beta1.Application) bool {
 	}
 	if o.Generation != n.Generation || !n.DeletionTimestamp.Equal(o.DeletionTimestamp) ||
 		!reflect.DeepEqual(o.Labels, n.Labels) || !reflect.DeepEqual(o.Annotations, n.Annotations) ||
-		!reflect.DeepEqual(o.Finalizers, n.Finalizers) {
+		!reflect.DeepEqual(o.Finalizers, n.Finalizers) && !addsOurFinalizer(o.Finalizers, n.Finalizers) {
 		return true
 	}
 	ow, nw := o.Status.Workflow, n.Status.Workflow
@@ -389,6 +394,12 @@ func needsReconcile(o, n *v1beta1.Application) bool {
 	}
 	return ow.Suspend != nw.Suspend || ow.Terminated != nw.Terminated || ow.Finished != nw.Finished ||
 		len(nw.Steps) < len(ow.Steps) || ow.AppRevision != nw.AppRevision
+}
+
+// addsOurFinalizer reports whether after is before with Finalizer added
+// (prepare's write), and nothing else.
+func addsOurFinalizer(before, after []string) bool {
+	return !slices.Contains(before, Finalizer) && slices.Equal(append(slices.Clone(before), Finalizer), after)
 }
 
 // scope is what one Reconcile learns; the comment on each field names the

@@ -454,25 +454,33 @@ func afterRun(app *v1beta1.Application) next {
 	return proceed
 }
 
-// collectGarbage runs once the workflow succeeded, when the run just
-// finished, a previous collection failed, or a tracker of an older
-// revision is still there (a reconcile that finished the run failed
-// before collecting, e.g. its revision write was refused): it deletes
-// what older revisions applied and this one dropped (under the
-// garbage-collect policy), then prunes revisions beyond the limit. A
-// failure is said in Ready and retried; it stops nothing.
+// collectGarbage runs once the workflow succeeded: when a tracker of an
+// older revision is still there (the run just finished, or a reconcile
+// that finished it failed before collecting, e.g. its revision write was
+// refused) or a previous collection failed, it deletes what older
+// revisions applied and this one dropped (under the garbage-collect
+// policy); when the run just finished it prunes revisions beyond the
+// limit, and after every collection. A failure is said in Ready and
+// retried; it stops nothing. Whether older trackers remain is asked of
+// the observed-state cache first (Keeper.HasGarbage): a first revision's
+// run finishes without listing trackers.
 func (r *Reconciler) collectGarbage(ctx context.Context, s *scope) (next, error) {
 	// From here on Ready is decided by what gc, statekeep and health find.
 	s.ready.checked = true
-	if !s.run.finished && readyReason(s.app) != common.ReasonGarbageCollectFailed {
+	if readyReason(s.app) != common.ReasonGarbageCollectFailed {
 		pending, err := s.keeper.HasGarbage(ctx)
 		if err != nil {
 			return proceed, err
 		}
 		if !pending {
+			if s.run.finished {
+				r.prune(ctx, s)
+			}
 			return proceed, nil
 		}
-		s.log.Info("collecting what an earlier reconcile left to collect", "revision", s.rev.Name)
+		if !s.run.finished {
+			s.log.Info("collecting what an earlier reconcile left to collect", "revision", s.rev.Name)
+		}
 	}
 	done, err := s.keeper.GarbageCollect(ctx)
 	if msg := s.keeper.RebuiltTracker(); msg != "" {
@@ -486,10 +494,16 @@ func (r *Reconciler) collectGarbage(ctx context.Context, s *scope) (next, error)
 	case !done:
 		s.requeueAfter(2 * time.Second)
 	}
+	r.prune(ctx, s)
+	return proceed, nil
+}
+
+// prune deletes the revisions beyond the limit; a failure is logged and
+// retried at the next collection.
+func (r *Reconciler) prune(ctx context.Context, s *scope) {
 	if _, err := r.revisions.Prune(ctx, s.app, s.revNum, s.revLimit, s.rev.Name); err != nil {
 		s.log.Error(err, "pruning old revisions")
 	}
-	return proceed, nil
 }
 
 // keepState puts back what drifted from the revision (resourcekeeper's

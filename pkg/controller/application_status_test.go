@@ -227,6 +227,10 @@ func TestNeedsReconcile(t *testing.T) {
 		{"terminate", func(a *v1beta1.Application) { a.Status.Workflow.Terminated = true }, true},
 		{"restart from a step drops step statuses", func(a *v1beta1.Application) { a.Status.Workflow.Steps = a.Status.Workflow.Steps[:1] }, true},
 		{"deletion", func(a *v1beta1.Application) { now := metav1.Now(); a.DeletionTimestamp = &now }, true},
+		{"our finalizer added (a first reconcile goes on)", func(a *v1beta1.Application) { a.Finalizers = append(a.Finalizers, Finalizer) }, false},
+		{"another finalizer added", func(a *v1beta1.Application) { a.Finalizers = append(a.Finalizers, "example.com/keep") }, true},
+		{"ours and another finalizer added", func(a *v1beta1.Application) { a.Finalizers = []string{Finalizer, "example.com/keep"} }, true},
+		{"status.workflow dropped", func(a *v1beta1.Application) { a.Status.Workflow = nil }, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -236,6 +240,18 @@ func TestNeedsReconcile(t *testing.T) {
 			assert.Equal(t, tc.want, needsReconcile(base, n))
 		})
 	}
+	t.Run("the first status write starts status.workflow", func(t *testing.T) {
+		o, n := base.DeepCopy(), base.DeepCopy()
+		o.Status.Workflow = nil
+		n.ResourceVersion = "11"
+		assert.True(t, needsReconcile(o, n))
+	})
+	t.Run("our finalizer removed", func(t *testing.T) {
+		o, n := base.DeepCopy(), base.DeepCopy()
+		o.Finalizers = []string{Finalizer}
+		n.ResourceVersion = "11"
+		assert.True(t, needsReconcile(o, n))
+	})
 }
 
 func TestSetRenderCondition(t *testing.T) {

@@ -11,6 +11,9 @@
 // everything else — a miss, another kind, an Application acting as its
 // own ServiceAccount (reads must be made as that identity), any read
 // after a write made under the same context — goes to the API server.
+// Reads under MayLag are the exception: they take the cache's answer, an
+// empty list included, whenever it has synced, for deciding only whether
+// to read closer.
 // A cached read can lag behind the API server by the watch's latency: it
 // may say an object is in sync when it drifted a moment ago (found at
 // the next resync), never the reverse, because callers decide writes from
@@ -143,17 +146,40 @@ func WithCachedReads(ctx context.Context) context.Context {
 }
 
 // Direct returns ctx with cached reads off (for a read that decides a
-// write).
+// write), MayLag's included.
 func Direct(ctx context.Context) context.Context {
+	if ctx.Value(lagKey{}) == true {
+		ctx = context.WithValue(ctx, lagKey{}, false)
+	}
 	if _, ok := ctx.Value(readsKey{}).(*reads); !ok {
 		return ctx
 	}
 	return context.WithValue(ctx, readsKey{}, (*reads)(nil))
 }
 
+type lagKey struct{}
+
+// MayLag lets reads made under ctx be answered from the cache whenever it
+// holds their kind and has synced — in any reconcile, after writes, and
+// with an empty list as an answer (the cache holds every object of its
+// kinds labelled app.oam.dev/name, only maybe not the newest). It is for
+// reads that only decide whether to look closer, where a lagging answer
+// delays work and never makes a wrong write; package resourcekeeper asks
+// it whether an Application has trackers of older revisions, and reads
+// them from the API server before collecting anything.
+func MayLag(ctx context.Context) context.Context {
+	return context.WithValue(ctx, lagKey{}, true)
+}
+
+// mayLag reports whether ctx is MayLag's.
+func mayLag(ctx context.Context) bool { return ctx.Value(lagKey{}) == true }
+
 // CachedReads reports whether reads under ctx may be answered from the
 // cache.
 func CachedReads(ctx context.Context) bool {
+	if mayLag(ctx) {
+		return true
+	}
 	r, _ := ctx.Value(readsKey{}).(*reads)
 	if r == nil {
 		return false
@@ -251,7 +277,7 @@ func (cc *cachedClient) Get(ctx context.Context, key client.ObjectKey, obj clien
 func (cc *cachedClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	if r, ok := cc.c.reader(ctx, list); ok && selectsOwned(opts) {
 		err := r.List(ctx, list, opts...)
-		if err == nil && meta.LenList(list) > 0 {
+		if err == nil && (meta.LenList(list) > 0 || mayLag(ctx)) {
 			return nil
 		}
 		if err != nil && !errors.As(err, new(*cache.ErrResourceNotCached)) {

@@ -90,9 +90,6 @@ type Keeper struct {
 	// orphan: the Application carries FinalizerOrphanResource; whatever
 	// is collected is orphaned instead of deleted.
 	orphan bool
-	// checkedOld is what CheckTrackers found: whether trackers of other
-	// revisions remain (nil: not checked). A Keeper lives one reconcile.
-	checkedOld *bool
 	// leftOnGone are the objects Delete left on clusters no longer
 	// registered (LeftOnGoneClusters).
 	leftOnGone []string

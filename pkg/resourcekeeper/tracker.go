@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/utils/ptr"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/observed"
 	"github.com/oamflow/oamflow/pkg/sharding"
 )
 
@@ -115,17 +114,18 @@ func (k *Keeper) listTrackers(ctx context.Context, hub client.Client) (*trackers
 	return t, nil
 }
 
+// CheckTrackers reads the Application's ResourceTrackers and fails when
+// one cannot be decoded (a corrupt or unknown record: applying or
+// collecting without it could steal or delete). Through an
+// observed-state cache client it reads the cache (observed.MayLag): no
+// API request, however many trackers the hub holds.
 func (k *Keeper) CheckTrackers(ctx context.Context) error {
 	hub, err := k.hub(ctx)
 	if err != nil {
 		return err
 	}
-	t, err := k.listTrackers(ctx, hub)
-	if err != nil {
-		return err
-	}
-	k.checkedOld = ptr.To(len(t.old) > 0 || k.lost(t))
-	return nil
+	_, err = k.listTrackers(observed.MayLag(ctx), hub)
+	return err
 }
 
 // HasGarbage reports whether a ResourceTracker of another revision than
@@ -133,18 +133,32 @@ func (k *Keeper) CheckTrackers(ctx context.Context) error {
 // still to be collected (GarbageCollect deletes such trackers once done);
 // or whether the current revision's tracker was lost (GarbageCollect
 // rebuilds it: see rebuildLost).
-// It answers from what CheckTrackers read in this reconcile, else reads
-// through the Keeper's tracker client (the cache); either way a steady
-// reconcile's check costs no API request and no second listing.
+//
+// It asks the observed-state cache first (observed.MayLag; through a
+// plain client this is the API server). A cache listing this revision's
+// tracker has seen every tracker made before it (one watch delivers a
+// kind's events in order), so when it lists no other revision's there is
+// none; when it lists one, GarbageCollect reads them all again from the
+// API server (finding nothing to do if that one is gone meanwhile). Only
+// when the cache has not seen this revision's tracker yet does the API
+// server answer here (a lost tracker is judged from that answer). (With
+// sharding, a tracker relabelled into the shard just after the current
+// one may be missed for a moment: a later reconcile finds it.) A lagging
+// cache never makes anything be deleted: only GarbageCollect deletes,
+// from its own reads.
 func (k *Keeper) HasGarbage(ctx context.Context) (bool, error) {
-	if k.checkedOld != nil {
-		return *k.checkedOld, nil
-	}
 	hub, err := k.hub(ctx)
 	if err != nil {
 		return false, err
 	}
-	t, err := k.listTrackers(ctx, hub)
+	t, err := k.listTrackers(observed.MayLag(ctx), hub)
+	if err != nil {
+		return false, err
+	}
+	if len(t.old) > 0 || t.current != nil {
+		return len(t.old) > 0, nil
+	}
+	t, err = k.listTrackers(observed.Direct(ctx), hub)
 	if err != nil {
 		return false, err
 	}

@@ -151,7 +151,34 @@ func Sorted(app string, revs []v1beta1.ApplicationRevision) []v1beta1.Applicatio
 // this hash (an earlier reconcile made it but could not record it), which
 // is returned instead. If another writer took the number first, the next
 // number is tried (up to 5 times).
+//
+// The number after the app's status.latestRevision (1 without one) is
+// tried first, without listing: it is free unless an earlier reconcile
+// made it without recording it (or the status read is stale, or lost),
+// and then the revisions are listed as above.
 func (m *Manager) Create(ctx context.Context, app *v1beta1.Application, defs Definitions, sel placement.Selection, hash string) (*v1beta1.ApplicationRevision, error) {
+	var next int64 = 1
+	if lr := app.Status.LatestRevision; lr != nil {
+		n, err := Number(app.Name, lr.Name)
+		if err != nil {
+			next = 0 // not ours to count from: list
+		} else {
+			next = n + 1
+		}
+	}
+	if next > 0 {
+		rev := Snapshot(app, defs, next, hash)
+		if err := SetSelection(rev, sel); err != nil {
+			return nil, err
+		}
+		err := m.writer.Create(ctx, rev)
+		if err == nil {
+			return rev, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating ApplicationRevision %s/%s: %w", rev.Namespace, rev.Name, err)
+		}
+	}
 	revs, err := m.List(ctx, app)
 	if err != nil {
 		return nil, err
