@@ -97,6 +97,12 @@ type Keeper struct {
 	// current revision applied, as the controller last recorded it; it
 	// bounds the search for the objects of a lost tracker (rebuildLost).
 	applied []common.ClusterObjectReference
+	// settled: the current revision's workflow had finished when the
+	// Application was read, so applied describes the current revision.
+	settled bool
+	// created is the Application's creationTimestamp: nothing created
+	// before it was written for it (rebuildLost).
+	created metav1.Time
 	// rebuilt says which lost tracker was rebuilt (RebuiltTracker).
 	rebuilt string
 
@@ -141,6 +147,8 @@ func New(app *v1beta1.Application, revision int64, opts Options) (*Keeper, error
 		namespaces:   opts.Namespaces,
 		orphan:       slices.Contains(app.Finalizers, v1beta1.FinalizerOrphanResource),
 		applied:      slices.Clone(app.Status.AppliedResources),
+		settled:      settled(app, revision),
+		created:      app.CreationTimestamp,
 	}, nil
 }
 

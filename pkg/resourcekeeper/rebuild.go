@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,36 +21,54 @@ import (
 	"github.com/oamflow/oamflow/pkg/tenancy"
 )
 
+// settled reports whether the workflow of revision N of app had finished
+// when app was read: the reconcile finishing a run records what it
+// applied in status.appliedResources, so from then on the status describes
+// revision N (the reconcile that finishes it still sees the previous
+// revision's record).
+func settled(app *v1beta1.Application, revision int64) bool {
+	w := app.Status.Workflow
+	return w != nil && w.Finished && w.AppRevision == fmt.Sprintf("%s-v%d", app.Name, revision)
+}
+
 // lost reports whether t misses the current revision's tracker although
-// the Application's status lists objects it applied: someone deleted the
-// tracker (a revision that applied nothing leaves the status empty).
+// the Application's status lists objects that revision applied: someone
+// deleted the tracker (a revision that applied nothing leaves the status
+// empty).
 func (k *Keeper) lost(t *trackers) bool {
-	return t.current == nil && len(k.applied) > 0
+	return t.current == nil && k.settled && len(k.applied) > 0
 }
 
 // rebuildLost re-creates the current revision's ResourceTracker when it
 // was lost (see lost), from what is live, so that garbage collection and
 // the Application's deletion still find everything it deployed instead of
 // leaking it. With sweep (the Application's deletion) it also looks when
-// the tracker is there, and adds what no tracker lists: a tracker deleted
-// in the middle of a run, or an older revision's deleted before its
-// garbage was collected. It returns the trackers as they are afterwards.
+// the tracker is there, and adds what no tracker lists: objects recorded
+// by a tracker deleted in the middle of a run, by the root tracker, or by
+// an older revision's tracker deleted before its garbage was collected.
+// It returns the trackers as they are afterwards.
 //
 // What is looked for is bounded by status.appliedResources (the
-// controller's own record of what the revision applied): in each of its
-// clusters, kinds and namespaces, the objects labelled as this
-// Application's (app.oam.dev/name and app.oam.dev/namespace) that oamflow
-// wrote (they carry its applied hash) or that the status names; and the
-// objects the status names that another Application owns and this one
-// shares. Labels alone never suffice: anyone able to write an object can
-// copy them. Objects another tracker of the Application still lists are
-// left there. Reads go to the API server, as the identity of the
+// controller's own record of what the revision applied): the objects it
+// names that are live and labelled as this Application's
+// (app.oam.dev/name and app.oam.dev/namespace) or shared by it; and, in
+// each of its clusters, kinds and namespaces, the other objects labelled
+// as the Application's that oamflow wrote for it: they carry its applied
+// hash, oamflow is among their server-side-apply managers, and they were
+// created after the Application was. Labels alone never suffice: anyone
+// able to write an object can copy them (and an Application deleted and
+// created again under the same name may have left objects behind on
+// purpose). Reads go to the API server, as the identity of the
 // Application (a tenant finds only what it may read).
 //
-// The rebuilt entries carry no desired state: nothing is re-applied from
-// them, so drift repair of those objects resumes with the next revision;
-// they are collected and deleted like any other entry. A lost tracker is
-// written even when nothing was found, so the search runs once.
+// The rebuilt entries carry no desired state (another tracker's may be
+// another revision's): nothing is re-applied from them, so drift repair
+// of those objects resumes with the next revision; they are collected
+// like any other entry. A Helm release the status names is
+// taken back only when a tracker recorded it or no garbage-collect rule
+// could select it (rules select a release by its component, which only a
+// tracker records). A lost tracker is written even when nothing was
+// found, so the search runs once.
 func (k *Keeper) rebuildLost(ctx context.Context, hub client.Client, t *trackers, sweep bool) (*trackers, error) {
 	lost := k.lost(t)
 	if !lost && (!sweep || len(k.applied) == 0) {
@@ -57,15 +76,7 @@ func (k *Keeper) rebuildLost(ctx context.Context, hub client.Client, t *trackers
 	}
 	ctx = observed.Direct(ctx)
 	name := VersionedTrackerName(k.appName, k.appNamespace, k.revision)
-	tracked := map[entryKey]bool{}
-	for _, rt := range t.all() {
-		for _, e := range rt.Spec.ManagedResources {
-			if !e.Deleted {
-				tracked[keyOf(e)] = true
-			}
-		}
-	}
-	entries, err := k.liveEntries(ctx, tracked)
+	entries, err := k.liveEntries(ctx, t, lost)
 	if err != nil && !lost {
 		// Nothing is known to be missing: the deletion goes on with what
 		// the trackers list.
@@ -108,31 +119,62 @@ type scanKey struct {
 }
 
 // liveEntries finds the live objects of the Application within the bounds
-// status.appliedResources sets (see rebuildLost), minus those tracked.
-func (k *Keeper) liveEntries(ctx context.Context, tracked map[entryKey]bool) ([]v1beta1.ManagedResource, error) {
+// status.appliedResources sets (see rebuildLost). Objects a tracker of t
+// lists are left out, except, when the current revision's tracker is
+// lost, those the status names: they belong in the rebuilt one (an older
+// revision's tracker listing them too would otherwise make garbage
+// collection take them for dropped).
+func (k *Keeper) liveEntries(ctx context.Context, t *trackers, lost bool) ([]v1beta1.ManagedResource, error) {
+	recorded := map[entryKey]v1beta1.ManagedResource{}
+	for _, rt := range t.all() {
+		for _, e := range rt.Spec.ManagedResources {
+			if !e.Deleted {
+				recorded[keyOf(e)] = e
+			}
+		}
+	}
+	taken := map[entryKey]bool{}
+	var out []v1beta1.ManagedResource
+	take := func(e v1beta1.ManagedResource) {
+		if prev, ok := recorded[keyOf(e)]; ok {
+			// What another tracker recorded: the component and trait
+			// (garbage-collect rules select by them), never its desired
+			// state, which may be another revision's.
+			e.Component, e.Trait, e.SkipGC = prev.Component, prev.Trait, prev.SkipGC
+		}
+		taken[keyOf(e)] = true
+		out = append(out, e)
+	}
 	named := map[entryKey]common.ClusterObjectReference{}
 	var scans []scanKey
-	var out []v1beta1.ManagedResource
 	for _, ref := range k.applied {
 		ref.Cluster = normCluster(ref.Cluster)
 		e := v1beta1.ManagedResource{ClusterObjectReference: ref}
-		if tracked[keyOf(e)] {
+		key := keyOf(e)
+		s := scanKey{ref.Cluster, ref.APIVersion, ref.Kind, ref.Namespace}
+		if !isReleaseEntry(e) && !slices.Contains(scans, s) {
+			scans = append(scans, s)
+		}
+		if _, ok := recorded[key]; ok && !lost {
 			continue
 		}
 		if isReleaseEntry(e) {
-			// Not listable: the release is recorded as the status names
-			// it; uninstalling checks that it is still ours.
-			tracked[keyOf(e)] = true
-			out = append(out, e)
+			// Not listable: taken back as recorded, or as the status names
+			// it when no rule could select it; uninstalling checks that
+			// the release is still ours.
+			_, ok := recorded[key]
+			if ok || k.policies.GarbageCollect == nil || len(k.policies.GarbageCollect.Rules) == 0 {
+				take(e)
+			}
 			continue
 		}
-		named[keyOf(e)] = ref
-		s := scanKey{ref.Cluster, ref.APIVersion, ref.Kind, ref.Namespace}
-		if !slices.Contains(scans, s) {
-			scans = append(scans, s)
-		}
+		named[key] = ref
 	}
 	var errs []error
+	scans, err := k.withDeployedKinds(ctx, scans)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	for _, s := range scans {
 		found, err := k.listOurs(ctx, s)
 		if err != nil {
@@ -142,32 +184,79 @@ func (k *Keeper) liveEntries(ctx context.Context, tracked map[entryKey]bool) ([]
 		for _, obj := range found {
 			e := entryOf(s.cluster, obj)
 			key := keyOf(e)
-			_, isNamed := named[key]
-			if tracked[key] || (appliedHash(obj) == "" && !isNamed) {
+			if _, isNamed := named[key]; isNamed {
+				continue // read below
+			}
+			if _, ok := recorded[key]; ok || taken[key] || !k.wroteForUs(obj) {
 				continue
 			}
-			tracked[key] = true
-			out = append(out, e)
+			take(e)
 		}
 	}
-	// What the status names and no listing found: shared objects another
-	// Application owns now, which this one must leave, and what could not
-	// be listed (an identity allowed to read but not to list).
 	for key, ref := range named {
-		if tracked[key] {
-			continue
-		}
 		obj, err := k.getLive(ctx, ref)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if obj != nil && (k.ownedByUs(obj) || slices.Contains(sharers(obj), k.ownerKey())) {
-			tracked[key] = true
-			out = append(out, entryOf(ref.Cluster, obj))
+		if obj != nil && !taken[key] && (k.ownedByUs(obj) || slices.Contains(sharers(obj), k.ownerKey())) {
+			take(entryOf(ref.Cluster, obj))
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// withDeployedKinds adds to scans, in each cluster and namespace they
+// name, the kinds the built-in definitions deploy (observed.DefaultKinds):
+// what an older revision or the root tracker held may be of a kind the
+// current revision no longer deploys. A kind a cluster does not serve is
+// left out.
+func (k *Keeper) withDeployedKinds(ctx context.Context, scans []scanKey) ([]scanKey, error) {
+	type place struct{ cluster, namespace string }
+	var places []place
+	for _, s := range scans {
+		if p := (place{s.cluster, s.namespace}); s.namespace != "" && !slices.Contains(places, p) {
+			places = append(places, p)
+		}
+	}
+	var errs []error
+	for _, p := range places {
+		c, err := k.clients.Client(ctx, p.cluster)
+		if err != nil {
+			if !errors.Is(err, multicluster.ErrClusterNotFound) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		for _, gk := range observed.DefaultKinds() {
+			if gk.Group == v1beta1.GroupVersion.Group {
+				continue // oamflow's own records
+			}
+			m, err := c.RESTMapper().RESTMapping(gk)
+			if err != nil {
+				continue // not served there
+			}
+			s := scanKey{p.cluster, m.GroupVersionKind.GroupVersion().String(), gk.Kind, p.namespace}
+			if !slices.ContainsFunc(scans, func(o scanKey) bool {
+				return o.cluster == s.cluster && o.namespace == s.namespace && o.kind == s.kind && schema.FromAPIVersionAndKind(o.apiVersion, o.kind).Group == gk.Group
+			}) {
+				scans = append(scans, s)
+			}
+		}
+	}
+	return scans, errors.Join(errs...)
+}
+
+// wroteForUs reports whether obj, labelled as this Application's, is one
+// oamflow wrote for it: it carries the applied hash, oamflow applied it
+// (server-side apply), and it was created after the Application was.
+func (k *Keeper) wroteForUs(obj *unstructured.Unstructured) bool {
+	if created := obj.GetCreationTimestamp(); appliedHash(obj) == "" || created.Before(&k.created) {
+		return false
+	}
+	return slices.ContainsFunc(obj.GetManagedFields(), func(m metav1.ManagedFieldsEntry) bool {
+		return m.Manager == FieldManager && m.Operation == metav1.ManagedFieldsOperationApply
+	})
 }
 
 // listOurs lists the objects of kind s.kind in s.namespace of s.cluster

@@ -32,7 +32,7 @@ func TestLostTrackerRebuilt(t *testing.T) {
 		require.NoError(t, k1.Apply(ctx, "", objs(deployment(app, 1, "web", "web"), configMap(app, 1, "cfg", "cfg"), configMap(app, 1, "cfg", "shared"))))
 		refs, err := k1.AppliedResources(ctx)
 		require.NoError(t, err)
-		app.Status.AppliedResources = refs
+		settle(app, 1, refs)
 		f.giveTo("v1", "ConfigMap", "shared", f.app("other"))
 		shared := f.get("v1", "ConfigMap", "shared")
 		shared.SetAnnotations(map[string]string{AnnoSharedBy: f.ns + "/other," + f.ns + "/shop"})
