@@ -40,6 +40,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -63,6 +64,7 @@ import (
 	"github.com/oamflow/oamflow/e2e/framework"
 	"github.com/oamflow/oamflow/pkg/localcluster"
 	"github.com/oamflow/oamflow/pkg/manager"
+	"github.com/oamflow/oamflow/pkg/multicluster"
 )
 
 // profile sizes a run.
@@ -186,8 +188,9 @@ func TestFaults(t *testing.T) {
 	outageRunning := false
 	changes := 0
 	// frozen: Applications whose trackers were deleted, left unchanged
-	// until the controller rebuilt them (since when).
-	frozen := map[int]time.Time{}
+	// until the controller rebuilt them (since when, and what their status
+	// said they applied).
+	frozen := map[int]lostTrackers{}
 	nextFault := time.Now().Add(randDuration(rng, p.gapMin, p.gapMax))
 	for len(schedule) > 0 || outageRunning || len(frozen) > 0 {
 		time.Sleep(randDuration(rng, 300*time.Millisecond, 1500*time.Millisecond))
@@ -203,7 +206,7 @@ func TestFaults(t *testing.T) {
 			ctl.start(t)
 		}
 		checkRebuilt(ctx, t, hubClient, frozen, &v)
-		if i := rng.IntN(p.apps); frozen[i].IsZero() {
+		if i := rng.IntN(p.apps); frozen[i].since.IsZero() {
 			change(t, ctx, cs, rng, i, want)
 			changes++
 		}
@@ -215,11 +218,11 @@ func TestFaults(t *testing.T) {
 			continue // one member outage at a time
 		}
 		if f == faultTracker {
-			i, ok := loseTrackers(ctx, t, hubClient, rng, want)
+			i, lost, ok := loseTrackers(ctx, t, hubClient, rng, want)
 			if !ok {
 				continue // no Application is steady now: later
 			}
-			frozen[i] = time.Now()
+			frozen[i] = lost
 		}
 		schedule = schedule[1:]
 		nextFault = time.Now().Add(randDuration(rng, p.gapMin, p.gapMax))
@@ -300,10 +303,17 @@ func TestFaults(t *testing.T) {
 	assert.Equal(t, p.kills, ctl.kills, "every kill happened")
 }
 
+// lostTrackers is what the suite knows of an Application whose trackers it
+// deleted: since when, and what its status said it applied.
+type lostTrackers struct {
+	since   time.Time
+	applied []common.ClusterObjectReference
+}
+
 // loseTrackers deletes, as a user would by hand, every ResourceTracker of
 // an Application whose current spec has been deployed (running, workflow
 // finished for its generation), and returns which; false when none is.
-func loseTrackers(ctx context.Context, t *testing.T, hub client.Client, rng *rand.Rand, want []desired) (int, bool) {
+func loseTrackers(ctx context.Context, t *testing.T, hub client.Client, rng *rand.Rand, want []desired) (int, lostTrackers, bool) {
 	t.Helper()
 	for _, i := range rng.Perm(len(want)) {
 		if !want[i].exists {
@@ -323,26 +333,36 @@ func loseTrackers(ctx context.Context, t *testing.T, hub client.Client, rng *ran
 		})
 		require.NoError(t, err)
 		t.Logf("fault: every ResourceTracker of app-%d (%s) deleted by hand", i, kindOf(i))
-		return i, true
+		return i, lostTrackers{since: time.Now(), applied: st.AppliedResources}, true
 	}
-	return 0, false
+	return 0, lostTrackers{}, false
 }
 
 // checkRebuilt unfreezes the Applications whose trackers the controller
-// rebuilt, and records a violation for one it did not rebuild in time.
-func checkRebuilt(ctx context.Context, t *testing.T, hub client.Client, frozen map[int]time.Time, v *violations) {
+// rebuilt, and records a violation for one it did not rebuild in time or
+// rebuilt without an object its status named.
+func checkRebuilt(ctx context.Context, t *testing.T, hub client.Client, frozen map[int]lostTrackers, v *violations) {
 	t.Helper()
-	for i, since := range frozen {
+	for i, lost := range frozen {
+		since := lost.since
 		rts := &v1beta1.ResourceTrackerList{}
 		if err := hub.List(ctx, rts, client.MatchingLabels{v1beta1.LabelAppName: appName(i), v1beta1.LabelAppNamespace: namespace}); err != nil {
 			continue // the hub may be restarting
 		}
 		for _, rt := range rts.Items {
-			if rt.Spec.Type == v1beta1.ResourceTrackerTypeVersioned {
-				t.Logf("app-%d: tracker %s rebuilt %s after its trackers were deleted", i, rt.Name, time.Since(since).Round(time.Second))
-				delete(frozen, i)
-				break
+			if rt.Spec.Type != v1beta1.ResourceTrackerTypeVersioned {
+				continue
 			}
+			t.Logf("app-%d: tracker %s rebuilt %s after its trackers were deleted (%d entries)", i, rt.Name, time.Since(since).Round(time.Second), len(rt.Spec.ManagedResources))
+			for _, ref := range lost.applied {
+				if !slices.ContainsFunc(rt.Spec.ManagedResources, func(m v1beta1.ManagedResource) bool {
+					return !m.Deleted && m.Kind == ref.Kind && m.Namespace == ref.Namespace && m.Name == ref.Name && (m.Cluster == ref.Cluster || multicluster.IsLocal(m.Cluster) && multicluster.IsLocal(ref.Cluster))
+				}) {
+					v.add("app-%d (%s): rebuilt tracker %s lacks %s %s/%s (cluster %q) its status named", i, kindOf(i), rt.Name, ref.Kind, ref.Namespace, ref.Name, ref.Cluster)
+				}
+			}
+			delete(frozen, i)
+			break
 		}
 		if _, still := frozen[i]; still && time.Since(since) > rebuildWithin {
 			v.add("app-%d (%s): no ResourceTracker rebuilt %s after its trackers were deleted", i, kindOf(i), rebuildWithin)
