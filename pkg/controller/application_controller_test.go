@@ -351,8 +351,20 @@ func TestExampleAppLifecycle(t *testing.T) {
 	assert.True(t, ok, "web is applied")
 	_, ok = h.deployment("worker")
 	assert.False(t, ok, "the worker depends on web")
+	// The default workflow applies every component: its first apply
+	// recorded the worker too, before anything was written.
+	rt := &v1beta1.ResourceTracker{}
+	require.NoError(t, env(t).Client.Get(ctx, client.ObjectKey{Name: resourcekeeper.VersionedTrackerName("shop", h.ns, 1)}, rt))
+	require.NoError(t, v1beta1.DecodeTracker(rt))
+	var tracked []string
+	for _, e := range rt.Spec.ManagedResources {
+		tracked = append(tracked, e.Kind+"/"+e.Name)
+	}
+	assert.ElementsMatch(t, []string{"Deployment/web", "Service/web", "Deployment/worker"}, tracked)
 
 	got = h.until(app, true, 60*time.Second, phaseIs(common.ApplicationRunning))
+	require.NoError(t, env(t).Client.Get(ctx, client.ObjectKey{Name: rt.Name}, rt))
+	assert.Equal(t, int64(1), rt.Generation, "the run wrote its tracker once: the worker's apply found its entry")
 	web, _ := h.deployment("web")
 	assert.Equal(t, int32(2), *web.Spec.Replicas)
 	require.Len(t, got.Status.Services, 2)

@@ -383,6 +383,7 @@ func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) (next, error) {
 		app.Status.Services = nil
 		r.recordPlacement(ctx, s)
 		st = nil
+		s.expectApplies()
 		s.log.Info("starting workflow", "revision", s.rev.Name, "restart", s.restart)
 	}
 	if st != nil && st.Finished {
@@ -435,6 +436,33 @@ func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) (next, error) {
 func (r *Reconciler) deployer(s *scope) *appDeployer {
 	return &appDeployer{af: s.af, revision: s.rev.Name, renderer: r.renderer, keeper: s.keeper, health: r.health,
 		resolver: r.resolver, clients: r.clients, prerendered: s.prerendered, app: s.app, recorder: r.recorder}
+}
+
+// expectApplies tells the Keeper, when a run starts, what the run will
+// apply of the render phase's results, so that its first apply records
+// the objects of every component in one tracker write (Keeper.Expect)
+// rather than one per step. Only the default workflow is sure to apply
+// them all before it succeeds: one apply-component step per component,
+// without conditions, each applying what the render phase rendered (a
+// step's own properties, inputs, or an if could make it apply something
+// else, or nothing).
+func (s *scope) expectApplies() {
+	wf := s.af.Workflow
+	if s.prerendered == nil || s.keeper == nil || wf == nil || !wf.Default {
+		return
+	}
+	for _, st := range wf.Steps {
+		if st.Type != appfile.StepTypeApplyComponent || st.If != "" || len(st.SubSteps) > 0 {
+			return
+		}
+	}
+	s.prerendered.mu.Lock()
+	defer s.prerendered.mu.Unlock()
+	for _, c := range s.af.Components {
+		for _, b := range render.Batches(s.prerendered.res[c.Name]) {
+			s.keeper.Expect(b.Cluster, b.Objects)
+		}
+	}
 }
 
 // startsRun reports whether this reconcile starts a new workflow run: the

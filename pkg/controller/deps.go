@@ -57,6 +57,9 @@ func (fn RendererFn) RenderComponent(ctx context.Context, af *appfile.AppFile, c
 // package resourcekeeper).
 type Keeper interface {
 	Apply(ctx context.Context, cluster string, objs []*unstructured.Unstructured) error
+	// Expect says what later Apply calls of this run will apply, so that
+	// the first one records it in the same tracker write.
+	Expect(cluster string, objs []*unstructured.Unstructured)
 	// EnsureNamespaces creates the missing namespaces objs go to in
 	// cluster (when create) and returns those it created.
 	EnsureNamespaces(ctx context.Context, cluster string, objs []*unstructured.Unstructured, create bool) ([]string, error)

@@ -101,7 +101,7 @@ func (k *Keeper) Apply(ctx context.Context, cluster string, objs []*unstructured
 	}
 
 	var entries []v1beta1.ManagedResource
-	for _, p := range plans {
+	for _, p := range append(plans, k.planExpected(ctx, c, cluster, plans)...) {
 		if p.tracked == nil {
 			continue
 		}
@@ -136,6 +136,86 @@ func (k *Keeper) Apply(ctx context.Context, cluster string, objs []*unstructured
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Expect tells the Keeper that the rest of this workflow run will apply
+// objs (rendered as for Apply) to cluster, in later calls: the next Apply
+// to that cluster records those it may (planExpected) in the same
+// ResourceTracker write as its own objects, so that a run whose components
+// are applied one after another (dependsOn) writes its tracker once
+// instead of once per step. The later Apply of an object recorded so finds
+// its entry unchanged and writes the tracker no more.
+//
+// Only objects the run is sure to apply may be expected: the tracker is
+// what garbage collection, deletion and drift repair go by, and an entry
+// for an object never applied would have drift repair create it once the
+// workflow succeeded. Expecting an object does not apply it, nor check it
+// for its own Apply: that Apply plans it again from a fresh read.
+func (k *Keeper) Expect(cluster string, objs []*unstructured.Unstructured) {
+	k.expectMu.Lock()
+	defer k.expectMu.Unlock()
+	if k.expected == nil {
+		k.expected = map[string][]*unstructured.Unstructured{}
+	}
+	cl := normCluster(cluster)
+	k.expected[cl] = append(k.expected[cl], objs...)
+}
+
+// planExpected takes the objects expected in cluster (Expect), but those
+// in applying, and plans those that may be recorded before their own
+// Apply: objects that do not exist yet, or exist as this Application's
+// own, written by oamflow, unshared and not read-only. The others —
+// refused, owned by someone else, to adopt or to share, Helm releases —
+// are left to their own Apply, which checks them and records them then:
+// recording one early would make it look adoptable (adoptable) before its
+// ownership was checked. Expected objects are taken once: a failed read
+// leaves the object to its own Apply.
+func (k *Keeper) planExpected(ctx context.Context, c client.Client, cluster string, applying []*plan) []*plan {
+	k.expectMu.Lock()
+	cl := normCluster(cluster)
+	objs := k.expected[cl]
+	delete(k.expected, cl)
+	k.expectMu.Unlock()
+	if len(objs) == 0 {
+		return nil
+	}
+	// What this Apply writes is planned already: not read again. An
+	// expected object without a namespace is matched in the
+	// Application's (where plan puts it when its kind is namespaced) and
+	// without one (cluster-scoped).
+	here := map[entryKey]bool{}
+	for _, p := range applying {
+		here[keyOf(v1beta1.ManagedResource{ClusterObjectReference: refOf(cluster, p.desired)})] = true
+	}
+	applied := func(obj *unstructured.Unstructured) bool {
+		key := keyOf(v1beta1.ManagedResource{ClusterObjectReference: refOf(cluster, obj)})
+		if here[key] {
+			return true
+		}
+		if obj.GetNamespace() != "" {
+			return false
+		}
+		key.namespace = k.appNamespace
+		return here[key]
+	}
+	log := logf.FromContext(ctx)
+	var out []*plan
+	for _, obj := range objs {
+		if helmspec.IsHelmRelease(obj) || applied(obj) {
+			continue
+		}
+		p, err := k.plan(ctx, c, cluster, obj, false)
+		if err != nil {
+			log.V(1).Info("not recording an expected object before its own apply", "object", klog.KObj(obj), "cluster", cluster, "reason", err.Error())
+			continue
+		}
+		if p.tracked == nil || p.shared || p.adopt || p.action == actJoinShare ||
+			(p.live != nil && !(k.ownedByUs(p.live) && managedByUs(p.live))) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // plan reads the live object and decides what to do with obj. stateKeep

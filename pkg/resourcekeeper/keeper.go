@@ -16,7 +16,10 @@
 // trait.oam.dev/type); the target cluster is passed separately. Every
 // ResourceTracker lives in the hub: "<app>-v<N>-<namespace>" per revision
 // (what revision N applied) and "<app>-<namespace>" (objects kept until the
-// Application is deleted).
+// Application is deleted). A workflow run that applies its components one
+// after another (dependsOn) can tell the Keeper up front what it will
+// apply (Expect): the first Apply then records all of it in one tracker
+// write instead of one per step.
 //
 // Virtual HelmRelease objects (helm.IsHelmRelease) are not applied: they
 // are tracked like other objects (under the release's namespace and name,
@@ -110,6 +113,12 @@ type Keeper struct {
 	// step applies to several clusters at once through one Keeper, and
 	// concurrent read-modify-write updates of one tracker would conflict.
 	trackerMu sync.Mutex
+
+	// expected are objects the rest of the workflow run will apply, by
+	// cluster (Expect): the first Apply to that cluster records them along
+	// with its own objects. expectMu guards it.
+	expectMu sync.Mutex
+	expected map[string][]*unstructured.Unstructured
 }
 
 // New returns a Keeper for app at revision N (N >= 1; the revision named

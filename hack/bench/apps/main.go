@@ -33,6 +33,7 @@
 //	go run ./hack/bench/apps -controller bin/oamflow-controller -controller-args=--concurrent-reconciles=8
 //	go run ./hack/bench/apps -apps 200 -profile /tmp/prof  # pprof CPU and heap profiles of the controller
 //	go run ./hack/bench/apps -apps 2000 -shards 2  # a master and shards shard-0, shard-1 (issue 23)
+//	go run ./hack/bench/apps -apps 50 -audit       # the controller's writes by verb and resource
 //
 // With -shards N the benchmark runs N+1 controller processes as the
 // chart's sharding does (--enable-sharding --leader-elect): the master
@@ -41,6 +42,11 @@
 // CPU and request counts are summed over the processes; peak RSS,
 // CPU and the Applications reconciled are also reported per process, and
 // the balance of the assignment (Applications labelled per shard).
+//
+// With -audit the apiserver keeps an audit log (request metadata, no
+// bodies), from which the controller's writes in the create and the
+// update wave are broken down by verb and resource, dry runs apart: which
+// write each Application costs, where the metrics count only methods.
 //
 // Then, unless -update=false, the update wave: every Application's scaler
 // from 1 to 2 replicas (a merge patch each, `-creators` at a time), done
@@ -162,6 +168,9 @@ type config struct {
 	shards int
 	// update runs the update wave after the no-op resync.
 	update bool
+	// audit makes the apiserver write an audit log, from which the
+	// controller's writes are broken down by verb and resource.
+	audit bool
 }
 
 func main() {
@@ -179,9 +188,10 @@ func main() {
 	cpuSeconds := flag.Int("profile-cpu-seconds", 60, "length of the CPU profile, from the first create")
 	shards := flag.Int("shards", 0, "run the controller sharded: a master (it schedules) and this many shards shard-0 … (0: one controller, no sharding)")
 	update := flag.Bool("update", true, "after the no-op resync, run the update wave: every scaler 1 → 2, done when each Application is running at its new generation and its web Deployment has 2 available replicas")
+	audit := flag.Bool("audit", false, "run kube-apiserver with an audit log and break the controller's writes down by verb and resource (create wave, update wave); adds the log's cost to the apiserver's")
 	flag.Parse()
 
-	c := config{update: *update, nodes: *nodes, controller: *ctrlBin, resync: *resync, timeout: *timeout, creators: *creators, verbose: *verbose, keep: *keep,
+	c := config{audit: *audit, update: *update, nodes: *nodes, controller: *ctrlBin, resync: *resync, timeout: *timeout, creators: *creators, verbose: *verbose, keep: *keep,
 		profileDir: *profile, cpuSeconds: *cpuSeconds, shards: *shards}
 	if c.shards > 0 && c.profileDir != "" {
 		fmt.Fprintln(os.Stderr, "error: -profile profiles one controller; it cannot be combined with -shards")
@@ -289,6 +299,11 @@ type result struct {
 	controllerLog       string
 	// update is the update wave (nil with -update=false).
 	update *waveResult
+	// runSpan is the create wave (first create → all running);
+	// auditRun and auditUpdate are the controller's writes by "verb
+	// resource" in the create and update waves (-audit).
+	runSpan               window
+	auditRun, auditUpdate map[string]float64
 }
 
 // measure runs one count on a fresh cluster.
@@ -316,6 +331,7 @@ func measure(ctx context.Context, c config, n int, keep bool, errOut io.Writer) 
 	}()
 	o := localcluster.DefaultUpOptions()
 	o.Nodes = c.nodes
+	o.AuditLog = c.audit
 	up, err := m.Up(ctx, o)
 	if err != nil {
 		return r, err
@@ -421,6 +437,7 @@ wait:
 	}
 	r.apiRun = delta(api1, api0)
 	r.ctrlRun = delta(ctrl1.requests, ctrl0.requests)
+	r.runSpan = window{from: start, to: time.Now()}
 	r.runReconciles = ctrl1.reconciles - ctrl0.reconciles
 
 	// The no-op resync: wait for the periodic resync to reconcile every
@@ -518,6 +535,20 @@ wait:
 		}
 		if c.profileDir != "" {
 			proc.procs[0].save("/debug/pprof/heap", filepath.Join(c.profileDir, fmt.Sprintf("%d-update-heap.pprof", n)), errOut)
+		}
+	}
+	if c.audit {
+		spans := []window{r.runSpan}
+		if r.update != nil {
+			spans = append(spans, r.update.span)
+		}
+		counts, err := auditWrites(m.AuditLogPath(up.Clusters[0].Name), c.controller, spans)
+		if err != nil {
+			return r, err
+		}
+		r.auditRun = counts[0]
+		if r.update != nil {
+			r.auditUpdate = counts[1]
 		}
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -1100,6 +1131,12 @@ func report(w io.Writer, c config, r *result) {
 		fmt.Fprintf(tw, "  controller requests per app\t%.1f (%.1f reads, %.1f writes), %.2f reconciles per app\t%s\n", (ur+uw)/n, ur/n, uw/n, u.reconciles/n, breakdown(u.ctrl, n))
 	}
 	_ = tw.Flush()
+	if r.auditRun != nil {
+		fmt.Fprintf(w, "controller writes per app until running, by verb and resource (audit log):\n%s\n", table(r.auditRun, n, 30))
+	}
+	if r.auditUpdate != nil {
+		fmt.Fprintf(w, "controller writes per app in the update wave, by verb and resource (audit log):\n%s\n", table(r.auditUpdate, n, 30))
+	}
 	fmt.Fprintf(w, "apiserver requests per app until running, by verb and resource (top 20):\n%s\n", table(r.apiRun, n, 20))
 	fmt.Fprintf(w, "apiserver writes in the resync window (all clients; kube-controller-manager, scheduler and kwok included):\n%s\n", table(writesOnly(r.apiResync), 1, 20))
 }

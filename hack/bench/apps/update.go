@@ -36,6 +36,8 @@ type waveResult struct {
 	rssPeakKiB, anonPeakKiB, fileKiB int64
 	ctrl                             map[string]float64
 	reconciles                       float64
+	// span is the first update → the end of the wave (-audit).
+	span window
 }
 
 // updateWave patches every Application's scaler to updatedReplicas with
@@ -121,6 +123,7 @@ func updateWave(ctx context.Context, c config, cfg *rest.Config, cl client.Clien
 		return nil, err
 	}
 	r.ctrl, r.reconciles = delta(m1.requests, m0.requests), m1.reconciles-m0.reconciles
+	r.span = window{from: start, to: time.Now()}
 	for _, p := range proc.procs {
 		kib, err := peakRSS(p.pid())
 		if err != nil {
