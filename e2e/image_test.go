@@ -182,25 +182,42 @@ components:
 // dst, executable.
 func extractFile(t *testing.T, img v1.Image, path, dst string) {
 	t.Helper()
+	found := false
+	walkImage(t, img, func(h *tar.Header, r io.Reader) {
+		if found || h.Name != path || h.Typeflag != tar.TypeReg {
+			return
+		}
+		found = true
+		writeFile(t, dst, r, 0o755)
+	})
+	require.True(t, found, "%s is not in the image", path)
+}
+
+// walkImage calls fn for every entry of the image's flattened file
+// system, in order, with a reader of the entry's content.
+func walkImage(t *testing.T, img v1.Image, fn func(h *tar.Header, r io.Reader)) {
+	t.Helper()
 	rc := mutate.Extract(img)
 	defer rc.Close()
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			t.Fatalf("%s is not in the image", path)
+			return
 		}
 		require.NoError(t, err)
-		if h.Name != path || h.Typeflag != tar.TypeReg {
-			continue
-		}
-		f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-		require.NoError(t, err)
-		_, err = io.Copy(f, tr)
-		require.NoError(t, err)
-		require.NoError(t, f.Close())
-		return
+		fn(h, tr)
 	}
+}
+
+// writeFile writes r to dst with mode perm.
+func writeFile(t *testing.T, dst string, r io.Reader, perm os.FileMode) {
+	t.Helper()
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, perm)
+	require.NoError(t, err)
+	_, err = io.Copy(f, r)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
 }
 
 // asInPodScript runs an image's entrypoint the way the chart's Pod does,
@@ -309,29 +326,17 @@ func runsAsInPod(pid int) (string, error) {
 func extractRootfs(t *testing.T, img v1.Image, dir string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		require.NoError(t, err)
+	walkImage(t, img, func(h *tar.Header, r io.Reader) {
 		dst := filepath.Join(dir, filepath.Clean("/"+h.Name))
 		switch h.Typeflag {
 		case tar.TypeDir:
 			require.NoError(t, os.MkdirAll(dst, os.FileMode(h.Mode).Perm()))
 		case tar.TypeReg:
-			f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(h.Mode).Perm())
-			require.NoError(t, err)
-			_, err = io.Copy(f, tr)
-			require.NoError(t, err)
-			require.NoError(t, f.Close())
+			writeFile(t, dst, r, os.FileMode(h.Mode).Perm())
 		default:
 			t.Fatalf("%s: an entry of type %c, the image should hold files and folders only", h.Name, h.Typeflag)
 		}
 		require.NoError(t, os.Chown(dst, h.Uid, h.Gid))
 		require.NoError(t, os.Chmod(dst, os.FileMode(h.Mode).Perm()))
-	}
+	})
 }

@@ -221,19 +221,40 @@ func Index(s Spec, platforms []Platform, images map[Platform]v1.Image) v1.ImageI
 // ExtractFile reads one regular file (path without the leading slash)
 // from the image's flattened file system.
 func ExtractFile(img v1.Image, path string) ([]byte, error) {
+	var out []byte
+	found := false
+	err := walk(img, func(h *tar.Header, r io.Reader) error {
+		if found || h.Name != path || h.Typeflag != tar.TypeReg {
+			return nil
+		}
+		found = true
+		var err error
+		out, err = io.ReadAll(r)
+		return err
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("%s is not in the image", path)
+	}
+	return out, err
+}
+
+// walk calls fn for every entry of the image's flattened file system, in
+// order, with a reader of the entry's content; it stops at fn's first
+// error.
+func walk(img v1.Image, fn func(h *tar.Header, r io.Reader) error) error {
 	rc := mutate.Extract(img)
 	defer rc.Close()
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s is not in the image", path)
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if h.Name == path && h.Typeflag == tar.TypeReg {
-			return io.ReadAll(tr)
+		if err := fn(h, tr); err != nil {
+			return err
 		}
 	}
 }

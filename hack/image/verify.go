@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
 
 // File is one entry of an image's flattened file system.
@@ -123,28 +122,23 @@ func inspectImage(img v1.Image) (PlatformReport, error) {
 	if len(cf.Config.Entrypoint) > 0 {
 		entry = strings.TrimPrefix(cf.Config.Entrypoint[0], "/")
 	}
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return p, err
-		}
+	err = walk(img, func(h *tar.Header, r io.Reader) error {
 		p.Files = append(p.Files, File{Path: h.Name, Dir: h.Typeflag == tar.TypeDir, Mode: fs.FileMode(h.Mode).Perm(), UID: h.Uid, GID: h.Gid, Size: h.Size})
-		if h.Typeflag == tar.TypeReg && h.Name == entry {
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				return p, err
-			}
-			p.Binary.Size = int64(len(b))
-			if p.Binary.Machine, p.Binary.Static, err = elfInfo(b); err != nil {
-				return p, fmt.Errorf("the entrypoint /%s: %w", entry, err)
-			}
+		if h.Typeflag != tar.TypeReg || h.Name != entry {
+			return nil
 		}
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		p.Binary.Size = int64(len(b))
+		if p.Binary.Machine, p.Binary.Static, err = elfInfo(b); err != nil {
+			return fmt.Errorf("the entrypoint /%s: %w", entry, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return p, err
 	}
 	sort.Slice(p.Files, func(i, j int) bool { return p.Files[i].Path < p.Files[j].Path })
 	return p, nil

@@ -167,16 +167,8 @@ func (m *Manager) Create(ctx context.Context, app *v1beta1.Application, defs Def
 		}
 	}
 	if next > 0 {
-		rev := Snapshot(app, defs, next, hash)
-		if err := SetSelection(rev, sel); err != nil {
-			return nil, err
-		}
-		err := m.writer.Create(ctx, rev)
-		if err == nil {
-			return rev, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("creating ApplicationRevision %s/%s: %w", rev.Namespace, rev.Name, err)
+		if rev, err := m.create(ctx, app, defs, sel, next, hash); rev != nil || err != nil {
+			return rev, err
 		}
 	}
 	revs, err := m.List(ctx, app)
@@ -194,19 +186,28 @@ func (m *Manager) Create(ctx context.Context, app *v1beta1.Application, defs Def
 		n = num + 1
 	}
 	for attempt := 0; attempt < 5; attempt, n = attempt+1, n+1 {
-		rev := Snapshot(app, defs, n, hash)
-		if err := SetSelection(rev, sel); err != nil {
-			return nil, err
-		}
-		err := m.writer.Create(ctx, rev)
-		if err == nil {
-			return rev, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("creating ApplicationRevision %s/%s: %w", rev.Namespace, rev.Name, err)
+		if rev, err := m.create(ctx, app, defs, sel, n, hash); rev != nil || err != nil {
+			return rev, err
 		}
 	}
 	return nil, fmt.Errorf("creating a revision of %s/%s: revision numbers up to %d are taken", app.Namespace, app.Name, n-1)
+}
+
+// create writes revision n of app; nil without error when the number is
+// taken.
+func (m *Manager) create(ctx context.Context, app *v1beta1.Application, defs Definitions, sel placement.Selection, n int64, hash string) (*v1beta1.ApplicationRevision, error) {
+	rev := Snapshot(app, defs, n, hash)
+	if err := SetSelection(rev, sel); err != nil {
+		return nil, err
+	}
+	err := m.writer.Create(ctx, rev)
+	switch {
+	case err == nil:
+		return rev, nil
+	case apierrors.IsAlreadyExists(err):
+		return nil, nil
+	}
+	return nil, fmt.Errorf("creating ApplicationRevision %s/%s: %w", rev.Namespace, rev.Name, err)
 }
 
 // MarkSucceeded records in rev's status that its workflow succeeded at
