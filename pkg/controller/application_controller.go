@@ -423,10 +423,12 @@ type scope struct {
 	// definitions, or the fleet moved under its label selectors) and why,
 	// the parsed app and the definitions it used.
 	latest *v1beta1.ApplicationRevision
-	live   bool
-	why    string
-	af     *appfile.AppFile
-	defs   revision.Definitions
+	// latestFresh: latest was read from the API server, not the cache.
+	latestFresh bool
+	live        bool
+	why         string
+	af          *appfile.AppFile
+	defs        revision.Definitions
 	// selection: the clusters its label selectors match, for the revision.
 	selection placement.Selection
 	// warnings are the validation warnings of a live parse (reported as

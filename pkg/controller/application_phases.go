@@ -17,6 +17,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/appfile"
 	"github.com/oamflow/oamflow/pkg/errclass"
+	"github.com/oamflow/oamflow/pkg/observed"
 	"github.com/oamflow/oamflow/pkg/placement"
 	"github.com/oamflow/oamflow/pkg/render"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
@@ -52,7 +53,10 @@ func (r *Reconciler) prepare(ctx context.Context, s *scope) error {
 func (r *Reconciler) parse(ctx context.Context, s *scope) (next, error) {
 	app := s.app
 	if lr := app.Status.LatestRevision; lr != nil && lr.Name != "" {
-		latest, err := r.revisions.Get(ctx, app.Namespace, lr.Name)
+		// A revision's spec never changes once made, so the observed-state
+		// cache's copy serves when it has one (fleetMoved reads it again
+		// before acting on its mutable placement record).
+		latest, err := r.revisions.Get(observed.MayLag(ctx), app.Namespace, lr.Name)
 		if err != nil {
 			setParsedCondition(app, "", err)
 			return proceed, err
@@ -169,6 +173,15 @@ func (r *Reconciler) fleetMoved(ctx context.Context, s *scope, af *appfile.AppFi
 	changes := now.Changes(recorded)
 	if len(changes) == 0 {
 		return recorded, false
+	}
+	if !s.latestFresh {
+		// The record read may lag behind this controller's own last
+		// one: read the revision again from the API server.
+		latest, err := r.revisions.Get(observed.Direct(ctx), s.app.Namespace, s.latest.Name)
+		if err == nil && latest != nil {
+			s.latest, s.latestFresh = latest, true
+			return r.fleetMoved(ctx, s, af, why)
+		}
 	}
 	msg := "placement changed: " + strings.Join(changes, ", ")
 	s.log.Info("the clusters selected by labels changed; deploying to the new set", "changes", changes)
@@ -391,6 +404,16 @@ func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) (next, error) {
 		// The reconcile that finished the run may have failed to mark
 		// the revision (the mark is what rollback trusts): mark it now.
 		if st.Status == "succeeded" {
+			if !s.rev.Status.Succeeded && s.rev == s.latest && !s.latestFresh {
+				// The cached copy may not show the mark made meanwhile.
+				fresh, err := r.revisions.Get(observed.Direct(ctx), s.rev.Namespace, s.rev.Name)
+				if err != nil {
+					return proceed, err
+				}
+				if fresh != nil {
+					s.rev, s.latest, s.latestFresh = fresh, fresh, true
+				}
+			}
 			if err := r.revisions.MarkSucceeded(ctx, s.rev, st.EndTime); err != nil {
 				return proceed, err
 			}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
@@ -242,7 +243,33 @@ func (d *appDeployer) Apply(ctx context.Context, cluster string, objs []*unstruc
 }
 
 func (d *appDeployer) Health(ctx context.Context, req workflow.ComponentRequest, res []render.Resource) (workflow.ComponentHealth, error) {
+	// What the step just applied (or found in sync) is judged as the
+	// apply saw it, without reading it again.
+	ctx = withSeen(ctx, d.keeper)
 	return d.health.ComponentHealth(ctx, withProperties(d.af, req.Name, req.Properties), req, d.options(ctx, req), res)
+}
+
+type seenKey struct{}
+
+// seenBy is what Keeper.Reader offers: the objects a Keeper saw.
+type seenBy interface {
+	Reader(cluster string, r client.Reader) client.Reader
+}
+
+// withSeen lets health checks under ctx read the objects k saw.
+func withSeen(ctx context.Context, k seenBy) context.Context {
+	if k == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, seenKey{}, k)
+}
+
+// seenReader wraps r with the Keeper of ctx (withSeen), if any.
+func seenReader(ctx context.Context, cluster string, r client.Reader) client.Reader {
+	if k, ok := ctx.Value(seenKey{}).(seenBy); ok {
+		return k.Reader(cluster, r)
+	}
+	return r
 }
 
 // defaultHealth judges components with package health: the definition's
@@ -278,11 +305,12 @@ func (h defaultHealth) ComponentHealth(ctx context.Context, af *appfile.AppFile,
 	outputs := map[string]health.Object{}
 	traitOutputs := map[string]map[string]health.Object{}
 	fetcher := health.Fetcher{Releases: h.releases, Cluster: req.Cluster, AppNamespace: af.Namespace}
+	reader := seenReader(ctx, req.Cluster, c)
 	for _, r := range res {
 		if r.Reference {
 			continue
 		}
-		o, err := fetcher.Fetch(ctx, c, r.Object)
+		o, err := fetcher.Fetch(ctx, reader, r.Object)
 		if err != nil {
 			return out, err
 		}

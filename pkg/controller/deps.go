@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
@@ -76,6 +77,9 @@ type Keeper interface {
 	StateKeep(ctx context.Context) error
 	AppliedResources(ctx context.Context) ([]common.ClusterObjectReference, error)
 	CheckTrackers(ctx context.Context) error
+	// Reader wraps r (reading cluster) to answer a read of an object
+	// this Keeper read or wrote with what the API server answered then.
+	Reader(cluster string, r client.Reader) client.Reader
 }
 
 // KeeperFactory builds the Keeper of revision N of app.

@@ -24,10 +24,17 @@
 //     labelled app.oam.dev/name, informers started on first use, kept
 //     without managedFields' fieldsV1 and with revisions' templates
 //     interned (one copy per distinct template). It serves the resync of
-//     Applications in their steady state (0 API reads); it grows with what
+//     Applications in their steady state (0 API reads), and in every
+//     reconcile the reads a lagging answer cannot make wrong (an
+//     Application's latest revision, whose spec never changes; the first
+//     read of a tracker, whose update is optimistic); it grows with what
 //     Applications deploy, about each object's JSON.
-//   - Nothing else is watched: workflow contexts, other kinds, and every
-//     read deciding a write go to the API server.
+//   - Nothing else is watched: workflow contexts, other kinds, and the
+//     other reads deciding a write go to the API server. Within one
+//     reconcile, what the ResourceTracker keeper read or wrote is not read
+//     again (its health check takes the apply's answer), and a running
+//     workflow with no context ConfigMap is remembered as such (one flag
+//     per running workflow), so its later passes do not read it.
 //   - CUE: one Engine per worker (--concurrent-reconciles). Each keeps its
 //     compiled templates (one per definition content) and, during one
 //     reconcile only, the CUE graphs it evaluated (cuex.Engine.Forget drops

@@ -262,6 +262,9 @@ func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj 
 		}
 		live = nil
 	}
+	if !stateKeep {
+		k.remember(cluster, live)
+	}
 
 	p := &plan{desired: d, live: live}
 	if k.policies.readOnly(d) {
@@ -448,6 +451,7 @@ func (k *Keeper) execute(ctx context.Context, c client.Client, cluster string, p
 		if err := c.Patch(ctx, p.live, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil {
 			return fmt.Errorf("joining the sharers of %s: %w", ref, err)
 		}
+		k.remember(cluster, p.live)
 		log.V(1).Info("joined a shared object", "object", klog.KObj(p.live), "cluster", cluster)
 		return nil
 	case actRelease:
@@ -468,6 +472,7 @@ func (k *Keeper) execute(ctx context.Context, c client.Client, cluster string, p
 		}
 		if changed != "" {
 			log.Info("re-creating an object whose field changed", "object", klog.KObj(p.live), "cluster", cluster, "field", changed)
+			k.forgetSeen(cluster, p.live)
 			if err := c.Delete(ctx, p.live, client.PropagationPolicy("Background")); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("deleting %s to re-create it (%s changed): %w", ref, changed, err)
 			}
@@ -487,6 +492,7 @@ func (k *Keeper) execute(ctx context.Context, c client.Client, cluster string, p
 		if err := c.Update(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
 			return fmt.Errorf("replacing %s: %w", ref, err)
 		}
+		k.remember(cluster, obj)
 		log.V(1).Info("replaced object", "object", klog.KObj(obj), "cluster", cluster)
 		return nil
 	}
@@ -509,6 +515,7 @@ func (k *Keeper) execute(ctx context.Context, c client.Client, cluster string, p
 		}
 		return fmt.Errorf("applying %s: %w", ref, err)
 	}
+	k.remember(cluster, obj)
 	if err := handOver(ctx, c, obj); err != nil {
 		return fmt.Errorf("%s: handing KubeVela's fields over: %w", ref, err)
 	}

@@ -113,6 +113,14 @@ type Keeper struct {
 	// step applies to several clusters at once through one Keeper, and
 	// concurrent read-modify-write updates of one tracker would conflict.
 	trackerMu sync.Mutex
+	// seen are the objects this Keeper read or wrote, as the API server
+	// answered (remember, Reader); guarded by seenMu.
+	seenMu sync.Mutex
+	seen   map[seenKey]*unstructured.Unstructured
+
+	// written are the trackers this Keeper last wrote, by name, as the
+	// API server answered (upsertEntries); guarded by trackerMu.
+	written map[string]*v1beta1.ResourceTracker
 
 	// expected are objects the rest of the workflow run will apply, by
 	// cluster (Expect): the first Apply to that cluster records them along

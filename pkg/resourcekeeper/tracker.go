@@ -252,20 +252,16 @@ func (k *Keeper) upsertEntries(ctx context.Context, hub client.Client, typ v1bet
 	defer k.trackerMu.Unlock()
 	// Conflicts left are with other processes (a previous controller, a
 	// user edit): back off longer than DefaultRetry's 10 ms steps.
+	attempt := 0
 	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		rt := &v1beta1.ResourceTracker{}
-		err := hub.Get(ctx, client.ObjectKey{Name: want.Name}, rt)
+		attempt++
+		rt, err := k.readTracker(ctx, hub, want.Name, attempt > 1)
 		create := apierrors.IsNotFound(err)
 		switch {
 		case create:
 			rt = want.DeepCopy()
 		case err != nil:
 			return fmt.Errorf("reading ResourceTracker %s: %w", want.Name, err)
-		}
-		if !create {
-			if err := v1beta1.DecodeTracker(rt); err != nil {
-				return err
-			}
 		}
 		switch {
 		case create:
@@ -285,7 +281,7 @@ func (k *Keeper) upsertEntries(ctx context.Context, hub client.Client, typ v1bet
 				}
 				return fmt.Errorf("creating ResourceTracker %s: %w", rt.Name, err)
 			}
-			return nil
+			return k.wroteTracker(rt)
 		}
 		if err := hub.Update(ctx, rt, client.FieldOwner(FieldManager)); err != nil {
 			if apierrors.IsConflict(err) {
@@ -293,8 +289,54 @@ func (k *Keeper) upsertEntries(ctx context.Context, hub client.Client, typ v1bet
 			}
 			return fmt.Errorf("updating ResourceTracker %s: %w", rt.Name, err)
 		}
-		return nil
+		return k.wroteTracker(rt)
 	})
+}
+
+// readTracker reads the tracker named name for upsertEntries (trackerMu
+// held), decoded; NotFound when there is none. What this Keeper wrote last
+// is taken as it is; else the observed-state cache answers when it holds
+// the tracker (observed.MayLag), the API server when it does not, or when
+// direct (a retry after a conflict: someone else wrote it). A lagging
+// cached copy costs at most a conflict and a retry: the write it decides
+// is an optimistic Update, and entries are only ever added to a
+// revision's tracker while its run applies, so a copy listing them all is
+// not older than an entry's removal.
+func (k *Keeper) readTracker(ctx context.Context, hub client.Client, name string, direct bool) (*v1beta1.ResourceTracker, error) {
+	if direct {
+		delete(k.written, name)
+		ctx = observed.Direct(ctx)
+	} else if rt := k.written[name]; rt != nil {
+		return rt.DeepCopy(), nil
+	} else {
+		ctx = observed.MayLag(ctx)
+	}
+	rt := &v1beta1.ResourceTracker{}
+	if err := hub.Get(ctx, client.ObjectKey{Name: name}, rt); err != nil {
+		return nil, err
+	}
+	// A cached copy keeps its managedFields without their fields
+	// (observed.Slim): sent back in an Update they would replace the
+	// server's; left out, the server keeps its own.
+	rt.ManagedFields = nil
+	if err := v1beta1.DecodeTracker(rt); err != nil {
+		return nil, err
+	}
+	return rt, nil
+}
+
+// wroteTracker remembers rt, just written, for this Keeper's next
+// readTracker.
+func (k *Keeper) wroteTracker(rt *v1beta1.ResourceTracker) error {
+	if err := v1beta1.DecodeTracker(rt); err != nil {
+		return err
+	}
+	if k.written == nil {
+		k.written = map[string]*v1beta1.ResourceTracker{}
+	}
+	rt.ManagedFields = nil
+	k.written[rt.Name] = rt.DeepCopy()
+	return nil
 }
 
 // mergeEntries adds or refreshes entries in rt and reports whether rt changed.

@@ -72,16 +72,18 @@ func NeedsLive(app *v1beta1.Application, latest *v1beta1.ApplicationRevision, re
 	return false, ReasonUnchanged, nil
 }
 
-// Manager reads and writes the ApplicationRevisions of Applications.
-// Revisions are big (they carry definitions), so reads go to the API server
-// through reader rather than an informer cache.
+// Manager reads and writes the ApplicationRevisions of Applications,
+// reading through reader: the controller's is the observed-state client
+// (package observed), which answers from its cache only when the context
+// allows it.
 type Manager struct {
 	reader client.Reader
 	writer client.Client
 }
 
-// NewManager returns a Manager reading through reader (use an uncached
-// reader, e.g. the manager's APIReader) and writing through writer.
+// NewManager returns a Manager reading through reader (an uncached
+// reader, or one answering from a cache only when asked, as package
+// observed's client) and writing through writer.
 func NewManager(writer client.Client, reader client.Reader) *Manager {
 	return &Manager{reader: reader, writer: writer}
 }

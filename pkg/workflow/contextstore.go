@@ -24,6 +24,9 @@ import (
 type contextStore struct {
 	client.Client
 	key client.ObjectKey
+	// created, when set, is called when the ConfigMap is found to exist
+	// by a create (made, or made by someone else).
+	created func()
 
 	mu sync.Mutex
 	// absent: the ConfigMap is known not to exist (read NotFound, or its
@@ -40,6 +43,14 @@ func (s *contextStore) setAbsent(v bool) {
 	s.mu.Lock()
 	s.absent = v
 	s.mu.Unlock()
+}
+
+// exists records that the ConfigMap exists.
+func (s *contextStore) exists() {
+	s.setAbsent(false)
+	if s.created != nil {
+		s.created()
+	}
 }
 
 func (s *contextStore) isAbsent() bool {
@@ -72,11 +83,11 @@ func (s *contextStore) Create(ctx context.Context, obj client.Object, opts ...cl
 	}
 	if err := s.Client.Create(ctx, obj, opts...); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			s.setAbsent(false)
+			s.exists()
 		}
 		return err
 	}
-	s.setAbsent(false)
+	s.exists()
 	return nil
 }
 

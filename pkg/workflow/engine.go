@@ -44,6 +44,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -188,6 +189,9 @@ type Engine struct {
 	checker  *oamcuex.Engine
 	opts     Options
 	failures *failureCounts
+	// noContext remembers the Applications, by UID, whose running
+	// workflow has no context ConfigMap (contextMemo).
+	noContext *contextMemo
 }
 
 // NewEngine returns an Engine storing workflow contexts through c.
@@ -200,7 +204,8 @@ func NewEngine(c client.Client, opts Options) (*Engine, error) {
 	if opts.MaxStepRetries <= 0 {
 		opts.MaxStepRetries = defaultMaxStepRetries()
 	}
-	return &Engine{client: c, compiler: comp, checker: oamcuex.NewEngine(), opts: opts, failures: &failureCounts{byApp: map[string]map[string]int{}}}, nil
+	return &Engine{client: c, compiler: comp, checker: oamcuex.NewEngine(), opts: opts, failures: &failureCounts{byApp: map[string]map[string]int{}},
+		noContext: &contextMemo{absent: map[types.UID]bool{}}}, nil
 }
 
 // Options returns the options the Engine was built with.
@@ -278,8 +283,14 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 		return Result{Status: *run.Status.DeepCopy()}, nil
 	}
 	status := toRunStatus(run.Status)
-	store := &contextStore{Client: e.client, key: client.ObjectKey{Namespace: app.Namespace, Name: ContextName(app.Name)}}
-	if Started(run.Status) {
+	store := &contextStore{Client: e.client, key: client.ObjectKey{Namespace: app.Namespace, Name: ContextName(app.Name)},
+		created: func() { e.noContext.set(app.UID, false) }}
+	switch {
+	case Started(run.Status) && e.noContext.get(app.UID):
+		// An earlier pass of this run, in this process, ended without
+		// the ConfigMap, and nothing created it since: not read again.
+		store.absent = true
+	case Started(run.Status):
 		cm := &corev1.ConfigMap{}
 		err := e.client.Get(ctx, store.key, cm)
 		store.absent = apierrors.IsNotFound(err)
@@ -392,6 +403,7 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 		return Result{}, fmt.Errorf("running the workflow of %s/%s: %w", app.Namespace, app.Name, err)
 	}
 	res := Result{Services: services.list()}
+	e.noContext.set(app.UID, store.isAbsent())
 	if state == wfv1alpha1.WorkflowStateSkipped {
 		// The status read was older than the engine's last pass: keep it
 		// and come back when the newer one is visible.
@@ -460,6 +472,42 @@ func (e *Engine) finish(st *common.WorkflowStatus, app *v1beta1.Application) {
 	st.EndTime = metav1.Now()
 	Forget(app)
 	e.failures.forget(app)
+	e.noContext.set(app.UID, false)
+}
+
+// contextMemo remembers, per Application UID, that its running
+// workflow's context ConfigMap does not exist: set when a pass ends
+// without it, cleared when a pass creates it (or finds it made by
+// someone else) and when the run finishes, so it holds the Applications
+// whose runs are under way. Only this engine's passes create the
+// ConfigMap (the context store), one at a time per Application, so a
+// later pass in this process can skip reading it; a process that starts
+// knows nothing and reads.
+type contextMemo struct {
+	mu     sync.Mutex
+	absent map[types.UID]bool
+}
+
+func (m *contextMemo) get(uid types.UID) bool {
+	if uid == "" {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.absent[uid]
+}
+
+func (m *contextMemo) set(uid types.UID, absent bool) {
+	if uid == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if absent {
+		m.absent[uid] = true
+	} else {
+		delete(m.absent, uid)
+	}
 }
 
 // failureCounts counts, per Application and step ID, the passes in which

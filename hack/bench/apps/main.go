@@ -33,7 +33,7 @@
 //	go run ./hack/bench/apps -controller bin/oamflow-controller -controller-args=--concurrent-reconciles=8
 //	go run ./hack/bench/apps -apps 200 -profile /tmp/prof  # pprof CPU and heap profiles of the controller
 //	go run ./hack/bench/apps -apps 2000 -shards 2  # a master and shards shard-0, shard-1 (issue 23)
-//	go run ./hack/bench/apps -apps 50 -audit       # the controller's writes by verb and resource
+//	go run ./hack/bench/apps -apps 50 -audit       # the controller's requests by verb and resource
 //
 // With -shards N the benchmark runs N+1 controller processes as the
 // chart's sharding does (--enable-sharding --leader-elect): the master
@@ -44,9 +44,10 @@
 // the balance of the assignment (Applications labelled per shard).
 //
 // With -audit the apiserver keeps an audit log (request metadata, no
-// bodies), from which the controller's writes in the create and the
-// update wave are broken down by verb and resource, dry runs apart: which
-// write each Application costs, where the metrics count only methods.
+// bodies), from which the controller's requests in the create and the
+// update wave are broken down by verb and resource, dry runs and reads
+// answered 404 apart: which request each Application costs, where the
+// metrics count only methods.
 //
 // Then, unless -update=false, the update wave: every Application's scaler
 // from 1 to 2 replicas (a merge patch each, `-creators` at a time), done
@@ -188,7 +189,7 @@ func main() {
 	cpuSeconds := flag.Int("profile-cpu-seconds", 60, "length of the CPU profile, from the first create")
 	shards := flag.Int("shards", 0, "run the controller sharded: a master (it schedules) and this many shards shard-0 … (0: one controller, no sharding)")
 	update := flag.Bool("update", true, "after the no-op resync, run the update wave: every scaler 1 → 2, done when each Application is running at its new generation and its web Deployment has 2 available replicas")
-	audit := flag.Bool("audit", false, "run kube-apiserver with an audit log and break the controller's writes down by verb and resource (create wave, update wave); adds the log's cost to the apiserver's")
+	audit := flag.Bool("audit", false, "run kube-apiserver with an audit log and break the controller's requests down by verb and resource (create wave, update wave); adds the log's cost to the apiserver's")
 	flag.Parse()
 
 	c := config{audit: *audit, update: *update, nodes: *nodes, controller: *ctrlBin, resync: *resync, timeout: *timeout, creators: *creators, verbose: *verbose, keep: *keep,
@@ -300,7 +301,7 @@ type result struct {
 	// update is the update wave (nil with -update=false).
 	update *waveResult
 	// runSpan is the create wave (first create → all running);
-	// auditRun and auditUpdate are the controller's writes by "verb
+	// auditRun and auditUpdate are the controller's requests by "verb
 	// resource" in the create and update waves (-audit).
 	runSpan               window
 	auditRun, auditUpdate map[string]float64
@@ -542,7 +543,7 @@ wait:
 		if r.update != nil {
 			spans = append(spans, r.update.span)
 		}
-		counts, err := auditWrites(m.AuditLogPath(up.Clusters[0].Name), c.controller, spans)
+		counts, err := auditRequests(m.AuditLogPath(up.Clusters[0].Name), c.controller, spans)
 		if err != nil {
 			return r, err
 		}
@@ -1132,10 +1133,10 @@ func report(w io.Writer, c config, r *result) {
 	}
 	_ = tw.Flush()
 	if r.auditRun != nil {
-		fmt.Fprintf(w, "controller writes per app until running, by verb and resource (audit log):\n%s\n", table(r.auditRun, n, 30))
+		fmt.Fprintf(w, "controller requests per app until running, by verb and resource (audit log):\n%s\n", table(r.auditRun, n, 30))
 	}
 	if r.auditUpdate != nil {
-		fmt.Fprintf(w, "controller writes per app in the update wave, by verb and resource (audit log):\n%s\n", table(r.auditUpdate, n, 30))
+		fmt.Fprintf(w, "controller requests per app in the update wave, by verb and resource (audit log):\n%s\n", table(r.auditUpdate, n, 30))
 	}
 	fmt.Fprintf(w, "apiserver requests per app until running, by verb and resource (top 20):\n%s\n", table(r.apiRun, n, 20))
 	fmt.Fprintf(w, "apiserver writes in the resync window (all clients; kube-controller-manager, scheduler and kwok included):\n%s\n", table(writesOnly(r.apiResync), 1, 20))

@@ -1,0 +1,80 @@
+package workflow
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	oamv1alpha1 "github.com/kubevela/pkg/apis/oam/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/oamflow/oamflow/pkg/appfile"
+)
+
+// TestContextReadOnce: a run whose steps keep nothing reads its (absent)
+// context ConfigMap once, in its first pass, not in every later pass of the
+// same engine; a run whose steps keep something reads it back in the pass
+// after the one that created it, and its inputs get what was kept.
+func TestContextReadOnce(t *testing.T) {
+	cases := []struct {
+		reason    string
+		wf        *appfile.Workflow
+		healthyAt int // the pass from which component "b" is healthy
+		wantReads func(t *testing.T, reads int32)
+	}{
+		{
+			reason: "nothing kept: the first pass reads, the next ones know it is absent",
+			wf: &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+				applyStep("one", "a"), applyStep("two", "b"),
+			}},
+			healthyAt: 4,
+			wantReads: func(t *testing.T, reads int32) { assert.Equal(t, int32(1), reads) },
+		},
+		{
+			reason: "an output kept: the pass after its creation reads the ConfigMap",
+			wf: &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+				applyStep("producer", "a", func(s *appfile.WorkflowStep) {
+					s.Outputs = oamv1alpha1.StepOutputs{{Name: "img", ValueFrom: "output.data.image"}}
+				}),
+				applyStep("consumer", "b", func(s *appfile.WorkflowStep) {
+					s.Inputs = oamv1alpha1.StepInputs{{From: "img", ParameterKey: "properties.upstream"}}
+				}),
+			}},
+			healthyAt: 3,
+			wantReads: func(t *testing.T, reads int32) { assert.GreaterOrEqual(t, reads, int32(2)) },
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			h := newHarness(t, tc.wf, Options{}, comps("a", "b")...)
+			var reads atomic.Int32
+			base, err := client.NewWithWatch(env(t).Config, client.Options{Scheme: env(t).Scheme})
+			require.NoError(t, err)
+			c := interceptor.NewClient(base, interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*corev1.ConfigMap); ok && key.Name == ContextName(h.app.Name) {
+						reads.Add(1)
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+			})
+			eng, err := NewEngine(c, Options{HTTP: allowLoopback(t)})
+			require.NoError(t, err)
+			h.engine = eng
+			pass := 0
+			h.deployer.healthy = func(comp string) bool { return comp != "b" || pass >= tc.healthyAt }
+			var res Result
+			for pass = 1; pass <= tc.healthyAt; pass++ {
+				res = h.pass()
+				time.Sleep(10 * time.Millisecond)
+			}
+			require.True(t, res.Status.Finished, "%+v", res.Status)
+			tc.wantReads(t, reads.Load())
+		})
+	}
+}
