@@ -18,8 +18,9 @@ import (
 // components and traits (each component and trait render, each
 // properties check, each status evaluation), so that a resync of 1,000
 // such Applications finds every result it had at the previous one. A
-// result is what a template yields (a few Kubernetes objects as JSON-like
-// maps: a few KiB to tens of KiB; a status: a few bytes), not CUE's graph.
+// result is what a template yields, not CUE's graph: a few Kubernetes
+// objects (package render keeps them packed, about their JSON size: a few
+// KiB), or a status of a few bytes.
 const DefaultMemoEntries = 12288
 
 // Memo is a bounded store of evaluation results (Engine.Recall,

@@ -272,7 +272,7 @@ func evalComponent(ctx context.Context, engine *cuex.Engine, c *appfile.Componen
 	key, kerr := cuex.Key("component", t.Hash(), memoContext(t, cctx), c.Properties)
 	if kerr == nil {
 		if m, ok := engine.Recall(key); ok {
-			return m.(*rendered).copy(), nil
+			return m.(*frozen).thaw(), nil
 		}
 	}
 	st := &rendered{outputs: map[string]map[string]any{}}
@@ -301,27 +301,10 @@ func evalComponent(ctx context.Context, engine *cuex.Engine, c *appfile.Componen
 	if st.output == nil && len(st.outputs) == 0 {
 		return nil, &cuex.Error{Source: src, Message: "the template defines neither `output` nor `outputs`"}
 	}
-	if kerr == nil {
-		engine.Remember(key, st.copy())
+	if f, ok := freeze(st); kerr == nil && ok {
+		engine.Remember(key, f)
 	}
 	return st, nil
-}
-
-// copy deep-copies the rendered state (memoized states are never handed out).
-func (st *rendered) copy() *rendered {
-	cp := &rendered{outputOrder: append([]string(nil), st.outputOrder...), outputs: make(map[string]map[string]any, len(st.outputs))}
-	if st.output != nil {
-		cp.output = deepCopy(st.output)
-	}
-	for k, v := range st.outputs {
-		cp.outputs[k] = deepCopy(v)
-	}
-	for _, r := range st.traitRes {
-		r.Object = &unstructured.Unstructured{Object: deepCopy(r.Object.Object)}
-		cp.traitRes = append(cp.traitRes, r)
-	}
-	cp.traitIdx = append([]int(nil), st.traitIdx...)
-	return cp
 }
 
 // applyTrait evaluates one trait: patch the workload, patchOutputs the
@@ -356,7 +339,7 @@ func applyTrait(ctx context.Context, engine *cuex.Engine, c *appfile.Component, 
 	key, kerr := cuex.Key("trait", t.Hash(), memoContext(t, cctx), tr.Properties)
 	if kerr == nil {
 		if m, ok := engine.Recall(key); ok {
-			eff := m.(*rendered).copy()
+			eff := m.(*frozen).thaw()
 			st.output, st.outputs = eff.output, eff.outputs
 			st.traitRes = append(st.traitRes, eff.traitRes...)
 			return nil
@@ -410,7 +393,9 @@ func applyTrait(ctx context.Context, engine *cuex.Engine, c *appfile.Component, 
 	}
 	if kerr == nil {
 		eff := &rendered{output: st.output, outputs: st.outputs, outputOrder: st.outputOrder, traitRes: st.traitRes[before:]}
-		engine.Remember(key, eff.copy())
+		if f, ok := freeze(eff); ok {
+			engine.Remember(key, f)
+		}
 	}
 	return nil
 }
