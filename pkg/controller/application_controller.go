@@ -417,6 +417,9 @@ type scope struct {
 
 	// restart: the user asked to restart the workflow (prepare).
 	restart bool
+	// fresh: prepare wrote the Application (its finalizer), so app is
+	// the API server's answer, not a possibly lagging cached read.
+	fresh bool
 
 	// parse: the latest revision before this reconcile, whether a new
 	// revision may be made (live: the app was parsed against the live

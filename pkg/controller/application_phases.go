@@ -44,6 +44,9 @@ func (r *Reconciler) prepare(ctx context.Context, s *scope) error {
 	if err := r.client.Patch(ctx, app, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("updating finalizers and annotations of %s/%s: %w", app.Namespace, app.Name, err)
 	}
+	// The optimistic patch went through: app is what the API server
+	// holds now, as it answered.
+	s.fresh = true
 	return nil
 }
 
@@ -366,14 +369,15 @@ func (r *Reconciler) render(ctx context.Context, s *scope) (next, error) {
 func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) (next, error) {
 	app := s.app
 	st := app.Status.Workflow
-	if s.startsRun() && !s.restart {
+	if s.startsRun() && !s.restart && !s.fresh {
 		// A run starts on what the cache says; the cache can lag behind
 		// this controller's own last status write (the reconcile queued by
 		// prepare's finalizer patch runs right after the one that finished
 		// the workflow). Starting a run on such a stale read repeats its
 		// side effects (e.g. one more Helm upgrade of a failed release)
 		// before the optimistic status patch is refused, so the API
-		// server is asked first: one read per new run.
+		// server is asked first: one read per new run (none when prepare
+		// has just written the Application and holds the answer).
 		live := &v1beta1.Application{}
 		if err := r.direct.Get(ctx, client.ObjectKeyFromObject(app), live); err != nil {
 			return proceed, client.IgnoreNotFound(err)
