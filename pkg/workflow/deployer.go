@@ -192,6 +192,9 @@ type runValues struct {
 	flow *dataFlow
 	// earlier is the component health earlier passes of the run reported.
 	earlier []common.ApplicationComponentStatus
+	// liveReturns: a step may read the live objects apply-component
+	// returns (readsLiveReturns); else they are left out of its returns.
+	liveReturns bool
 
 	mu sync.Mutex
 	// failures are the messages steps failed with (fail), by step ID.

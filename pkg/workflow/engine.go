@@ -372,6 +372,7 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 		CustomData:     run.Context,
 	})
 	templates := loader{src: run.Templates, builtins: e.opts.Builtins}
+	rv.liveReturns = readsLiveReturns(ctx, run.Plan, templates, e.opts.Builtins)
 	runners, err := generator.GenerateRunners(mctx, instance, wftypes.StepGeneratorOptions{
 		ProcessCtx:     pctx,
 		TemplateLoader: templates,
@@ -441,6 +442,30 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 	}
 	res.Status = st
 	return res, nil
+}
+
+// readsLiveReturns reports whether a step of plan may read the live
+// objects an apply-component step returns (its provider's $returns.output
+// and .outputs): unless every step is an apply-component of the built-in
+// template (which reads them only for step outputs) declaring no outputs.
+// A default workflow's steps never do, and filling a component's live
+// objects into its step's CUE value is most of what such a step costs.
+func readsLiveReturns(ctx context.Context, plan Plan, templates loader, builtins map[string]string) bool {
+	reads := func(typ string, outputs int) bool {
+		return outputs > 0 || (typ != StepTypeStepGroup && typ != StepTypeApplyComponent)
+	}
+	for _, st := range plan.Steps {
+		if reads(st.Type, len(st.Outputs)) {
+			return true
+		}
+		for _, sub := range st.SubSteps {
+			if reads(sub.Type, len(sub.Outputs)) {
+				return true
+			}
+		}
+	}
+	t, err := templates.LoadTemplate(ctx, StepTypeApplyComponent)
+	return err != nil || t != builtins[StepTypeApplyComponent]
 }
 
 // outputFailure starts the message kubevela/workflow gives a failed step

@@ -379,7 +379,11 @@ func applyOne(ctx context.Context, run *runValues, comp Component, p componentPa
 		return applied{waiting: err.Error()}, nil
 	}
 	healthy := h.Status.Healthy
-	return applied{returns: componentReturns{Output: h.Output, Outputs: h.Outputs, Healthy: &healthy, Message: h.Status.Message}}, nil
+	ret := componentReturns{Healthy: &healthy, Message: h.Status.Message}
+	if run.liveReturns {
+		ret.Output, ret.Outputs = h.Output, h.Outputs
+	}
+	return applied{returns: ret}, nil
 }
 
 // noteFailedApply records the component as unhealthy in status.services
