@@ -89,7 +89,12 @@ var errUnpackable = errors.New("a value of a type the render memo does not pack"
 // pack encodes JSON-like data (nil, bool, string, int, int64, float64,
 // map[string]any, []any).
 func pack(v any) ([]byte, error) {
-	return appendPacked(make([]byte, 0, 1024), v)
+	b, err := appendPacked(make([]byte, 0, 1024), v)
+	if err != nil {
+		return nil, err
+	}
+	// Kept for long: no spare capacity.
+	return append([]byte(nil), b...), nil
 }
 
 func appendPacked(b []byte, v any) ([]byte, error) {

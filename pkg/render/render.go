@@ -301,8 +301,10 @@ func evalComponent(ctx context.Context, engine *cuex.Engine, c *appfile.Componen
 	if st.output == nil && len(st.outputs) == 0 {
 		return nil, &cuex.Error{Source: src, Message: "the template defines neither `output` nor `outputs`"}
 	}
-	if f, ok := freeze(st); kerr == nil && ok {
-		engine.Remember(key, f)
+	if kerr == nil {
+		if f, ok := freeze(st); ok {
+			engine.Remember(key, f)
+		}
 	}
 	return st, nil
 }

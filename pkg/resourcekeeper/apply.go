@@ -95,6 +95,9 @@ func (k *Keeper) Apply(ctx context.Context, cluster string, objs []*unstructured
 	if len(refusals) > 0 {
 		return errors.Join(refusals...)
 	}
+	for _, p := range plans {
+		k.remember(cluster, p.live, false)
+	}
 	first, err := k.preflight(ctx, c, cluster, plans)
 	if err != nil {
 		return err
@@ -115,7 +118,7 @@ func (k *Keeper) Apply(ctx context.Context, cluster string, objs []*unstructured
 	if err != nil {
 		return err
 	}
-	if err := k.upsertEntries(ctx, hub, v1beta1.ResourceTrackerTypeVersioned, entries); err != nil {
+	if err := k.upsertEntries(ctx, hub, v1beta1.ResourceTrackerTypeVersioned, entries, true); err != nil {
 		return fmt.Errorf("recording objects before applying them: %w", err)
 	}
 
@@ -262,10 +265,6 @@ func (k *Keeper) plan(ctx context.Context, c client.Client, cluster string, obj 
 		}
 		live = nil
 	}
-	if !stateKeep {
-		k.remember(cluster, live)
-	}
-
 	p := &plan{desired: d, live: live}
 	if k.policies.readOnly(d) {
 		if live == nil && !stateKeep {
@@ -451,7 +450,7 @@ func (k *Keeper) execute(ctx context.Context, c client.Client, cluster string, p
 		if err := c.Patch(ctx, p.live, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager)); err != nil {
 			return fmt.Errorf("joining the sharers of %s: %w", ref, err)
 		}
-		k.remember(cluster, p.live)
+		k.remember(cluster, p.live, true)
 		log.V(1).Info("joined a shared object", "object", klog.KObj(p.live), "cluster", cluster)
 		return nil
 	case actRelease:
@@ -492,7 +491,7 @@ func (k *Keeper) execute(ctx context.Context, c client.Client, cluster string, p
 		if err := c.Update(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
 			return fmt.Errorf("replacing %s: %w", ref, err)
 		}
-		k.remember(cluster, obj)
+		k.remember(cluster, obj, true)
 		log.V(1).Info("replaced object", "object", klog.KObj(obj), "cluster", cluster)
 		return nil
 	}
@@ -515,7 +514,7 @@ func (k *Keeper) execute(ctx context.Context, c client.Client, cluster string, p
 		}
 		return fmt.Errorf("applying %s: %w", ref, err)
 	}
-	k.remember(cluster, obj)
+	k.remember(cluster, obj, true)
 	if err := handOver(ctx, c, obj); err != nil {
 		return fmt.Errorf("%s: handing KubeVela's fields over: %w", ref, err)
 	}

@@ -103,7 +103,7 @@ func (k *Keeper) GarbageCollect(ctx context.Context) (done bool, err error) {
 			keep = append(keep, e)
 		}
 	}
-	if err := k.upsertEntries(ctx, hub, v1beta1.ResourceTrackerTypeRoot, keep); err != nil {
+	if err := k.upsertEntries(ctx, hub, v1beta1.ResourceTrackerTypeRoot, keep, false); err != nil {
 		return false, errors.Join(collectErr, fmt.Errorf("recording kept objects in the root ResourceTracker: %w", err))
 	}
 

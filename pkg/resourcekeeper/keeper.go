@@ -116,7 +116,7 @@ type Keeper struct {
 	// seen are the objects this Keeper read or wrote, as the API server
 	// answered (remember, Reader); guarded by seenMu.
 	seenMu sync.Mutex
-	seen   map[seenKey]*unstructured.Unstructured
+	seen   map[seenKey]seenObject
 
 	// written are the trackers this Keeper last wrote, by name, as the
 	// API server answered (upsertEntries); guarded by trackerMu.

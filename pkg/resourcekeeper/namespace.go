@@ -161,7 +161,7 @@ func (k *Keeper) ensureNamespace(ctx context.Context, c client.Client, cluster, 
 		ClusterObjectReference: common.ClusterObjectReference{Cluster: normCluster(cluster), APIVersion: "v1", Kind: "Namespace", Name: name},
 		SkipGC:                 true,
 	}
-	if err := k.upsertEntries(ctx, hub, v1beta1.ResourceTrackerTypeRoot, []v1beta1.ManagedResource{entry}); err != nil {
+	if err := k.upsertEntries(ctx, hub, v1beta1.ResourceTrackerTypeRoot, []v1beta1.ManagedResource{entry}, false); err != nil {
 		return false, fmt.Errorf("recording namespace %q before creating it: %w", name, err)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,

@@ -95,7 +95,7 @@ func (k *Keeper) rebuildLost(ctx context.Context, hub client.Client, t *trackers
 			err = nil
 		}
 	default:
-		err = k.upsertEntries(ctx, hub, v1beta1.ResourceTrackerTypeVersioned, entries)
+		err = k.upsertEntries(ctx, hub, v1beta1.ResourceTrackerTypeVersioned, entries, false)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding the lost ResourceTracker %s of Application %s: %w", name, k.ownerKey(), err)

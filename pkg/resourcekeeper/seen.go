@@ -20,18 +20,33 @@ func seenKeyOf(cluster string, gvk schema.GroupVersionKind, key client.ObjectKey
 	return seenKey{cluster: normCluster(cluster), gvk: gvk, namespace: key.Namespace, name: key.Name}
 }
 
-// remember keeps obj as the API server last answered it to this Keeper
-// (plan's read, or the response to execute's write); Reader serves it.
-func (k *Keeper) remember(cluster string, obj *unstructured.Unstructured) {
+// seenObject is what remember keeps of one object.
+type seenObject struct {
+	obj *unstructured.Unstructured
+	// written: obj is the answer to this Keeper's write of it.
+	written bool
+}
+
+// remember keeps obj as the API server answered it to this Keeper: the
+// read of an object Apply is about to write (planned by Apply, not as an
+// expected object of a later step: that read may be older than the later
+// step's own write), or the answer to the write (written). A read never
+// replaces a write's answer, which is newer than any read made before
+// it. Reader serves them.
+func (k *Keeper) remember(cluster string, obj *unstructured.Unstructured, written bool) {
 	if obj == nil {
 		return
 	}
+	key := seenKeyOf(cluster, obj.GroupVersionKind(), client.ObjectKeyFromObject(obj))
 	k.seenMu.Lock()
 	defer k.seenMu.Unlock()
 	if k.seen == nil {
-		k.seen = map[seenKey]*unstructured.Unstructured{}
+		k.seen = map[seenKey]seenObject{}
 	}
-	k.seen[seenKeyOf(cluster, obj.GroupVersionKind(), client.ObjectKeyFromObject(obj))] = obj.DeepCopy()
+	if !written && k.seen[key].written {
+		return
+	}
+	k.seen[key] = seenObject{obj: obj.DeepCopy(), written: written}
 }
 
 // forgetSeen drops what remember kept of obj (it was deleted).
@@ -60,7 +75,7 @@ type seenReader struct {
 func (s seenReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if u, ok := obj.(*unstructured.Unstructured); ok && len(opts) == 0 {
 		s.k.seenMu.Lock()
-		live := s.k.seen[seenKeyOf(s.cluster, u.GroupVersionKind(), key)]
+		live := s.k.seen[seenKeyOf(s.cluster, u.GroupVersionKind(), key)].obj
 		s.k.seenMu.Unlock()
 		if live != nil {
 			live.DeepCopyInto(u)

@@ -242,8 +242,11 @@ func (k *Keeper) newTracker(typ v1beta1.ResourceTrackerType) *v1beta1.ResourceTr
 
 // upsertEntries adds or refreshes entries in the tracker named by typ (the
 // current revision's, or the root), creating it when missing. It writes
-// only when an entry is new or changed, and retries on conflicts.
-func (k *Keeper) upsertEntries(ctx context.Context, hub client.Client, typ v1beta1.ResourceTrackerType, entries []v1beta1.ManagedResource) error {
+// only when an entry is new or changed, and retries on conflicts. With
+// cached (Apply's records), its first read may be answered by what this
+// Keeper wrote or the observed-state cache (readTracker); else it reads
+// as ctx says (a rebuild, collection: from the API server).
+func (k *Keeper) upsertEntries(ctx context.Context, hub client.Client, typ v1beta1.ResourceTrackerType, entries []v1beta1.ManagedResource, cached bool) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -255,7 +258,7 @@ func (k *Keeper) upsertEntries(ctx context.Context, hub client.Client, typ v1bet
 	attempt := 0
 	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		attempt++
-		rt, err := k.readTracker(ctx, hub, want.Name, attempt > 1)
+		rt, err := k.readTracker(ctx, hub, want.Name, cached && attempt == 1)
 		create := apierrors.IsNotFound(err)
 		switch {
 		case create:
@@ -287,6 +290,10 @@ func (k *Keeper) upsertEntries(ctx context.Context, hub client.Client, typ v1bet
 			if apierrors.IsConflict(err) {
 				return err
 			}
+			if apierrors.IsNotFound(err) {
+				// Deleted since the copy read: read again, and create it.
+				return apierrors.NewConflict(schema.GroupResource{Group: v1beta1.GroupVersion.Group, Resource: "resourcetrackers"}, rt.Name, err)
+			}
 			return fmt.Errorf("updating ResourceTracker %s: %w", rt.Name, err)
 		}
 		return k.wroteTracker(rt)
@@ -294,21 +301,24 @@ func (k *Keeper) upsertEntries(ctx context.Context, hub client.Client, typ v1bet
 }
 
 // readTracker reads the tracker named name for upsertEntries (trackerMu
-// held), decoded; NotFound when there is none. What this Keeper wrote last
-// is taken as it is; else the observed-state cache answers when it holds
-// the tracker (observed.MayLag), the API server when it does not, or when
-// direct (a retry after a conflict: someone else wrote it). A lagging
-// cached copy costs at most a conflict and a retry: the write it decides
-// is an optimistic Update, and entries are only ever added to a
-// revision's tracker while its run applies, so a copy listing them all is
-// not older than an entry's removal.
-func (k *Keeper) readTracker(ctx context.Context, hub client.Client, name string, direct bool) (*v1beta1.ResourceTracker, error) {
-	if direct {
+// held), decoded; NotFound when there is none. When cached, what this
+// Keeper wrote last is taken as it is, else the observed-state cache
+// answers when it holds the tracker (observed.MayLag), the API server when
+// it does not. A lagging copy costs at most a conflict and a direct retry
+// when it decides a write (an optimistic Update); when it decides none,
+// the copy lists every entry, and entries are only ever added to a
+// revision's tracker while its run applies. A tracker lost meanwhile
+// (deleted by hand) is found and rebuilt from the API server's answer
+// (rebuildLost), which never reads cached. Otherwise it reads from the API
+// server.
+func (k *Keeper) readTracker(ctx context.Context, hub client.Client, name string, cached bool) (*v1beta1.ResourceTracker, error) {
+	switch rt := k.written[name]; {
+	case !cached:
 		delete(k.written, name)
 		ctx = observed.Direct(ctx)
-	} else if rt := k.written[name]; rt != nil {
+	case rt != nil:
 		return rt.DeepCopy(), nil
-	} else {
+	default:
 		ctx = observed.MayLag(ctx)
 	}
 	rt := &v1beta1.ResourceTracker{}

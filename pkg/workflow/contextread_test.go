@@ -78,3 +78,32 @@ func TestContextReadOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestContextReadAfterAnotherPass: a pass given a status other than the
+// one this engine's last pass returned (a pass made elsewhere, a status
+// that could not be stored) reads the context ConfigMap again.
+func TestContextReadAfterAnotherPass(t *testing.T) {
+	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{applyStep("one", "a")}}
+	h := newHarness(t, wf, Options{}, comps("a")...)
+	var reads atomic.Int32
+	base, err := client.NewWithWatch(env(t).Config, client.Options{Scheme: env(t).Scheme})
+	require.NoError(t, err)
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.ConfigMap); ok && key.Name == ContextName(h.app.Name) {
+				reads.Add(1)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	h.engine, err = NewEngine(c, Options{HTTP: allowLoopback(t)})
+	require.NoError(t, err)
+	h.deployer.healthy = func(string) bool { return false }
+
+	h.pass()
+	h.pass()
+	require.Equal(t, int32(1), reads.Load(), "the second pass, given the first's status, does not read")
+	h.run.Status.Steps[0].Message = "written by another pass"
+	h.pass()
+	assert.Equal(t, int32(2), reads.Load(), "a status this engine did not return: read")
+}

@@ -24,9 +24,9 @@ import (
 type contextStore struct {
 	client.Client
 	key client.ObjectKey
-	// created, when set, is called when the ConfigMap is found to exist
-	// by a create (made, or made by someone else).
-	created func()
+	// creating, when set, is called before the ConfigMap is created
+	// (whatever the create's outcome, it may exist after).
+	creating func()
 
 	mu sync.Mutex
 	// absent: the ConfigMap is known not to exist (read NotFound, or its
@@ -43,14 +43,6 @@ func (s *contextStore) setAbsent(v bool) {
 	s.mu.Lock()
 	s.absent = v
 	s.mu.Unlock()
-}
-
-// exists records that the ConfigMap exists.
-func (s *contextStore) exists() {
-	s.setAbsent(false)
-	if s.created != nil {
-		s.created()
-	}
 }
 
 func (s *contextStore) isAbsent() bool {
@@ -81,14 +73,13 @@ func (s *contextStore) Create(ctx context.Context, obj client.Object, opts ...cl
 		s.setAbsent(true)
 		return nil
 	}
-	if err := s.Client.Create(ctx, obj, opts...); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			s.exists()
-		}
-		return err
+	if s.creating != nil {
+		s.creating()
 	}
-	s.exists()
-	return nil
+	// Made, made by someone else, or maybe made (a timeout): not known
+	// absent any more.
+	s.setAbsent(false)
+	return s.Client.Create(ctx, obj, opts...)
 }
 
 // emptyContext reports whether cm holds nothing: no binary data and only

@@ -23,6 +23,7 @@ package workflow
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -205,7 +206,7 @@ func NewEngine(c client.Client, opts Options) (*Engine, error) {
 		opts.MaxStepRetries = defaultMaxStepRetries()
 	}
 	return &Engine{client: c, compiler: comp, checker: oamcuex.NewEngine(), opts: opts, failures: &failureCounts{byApp: map[string]map[string]int{}},
-		noContext: &contextMemo{absent: map[types.UID]bool{}}}, nil
+		noContext: &contextMemo{after: map[types.UID]string{}}}, nil
 }
 
 // Options returns the options the Engine was built with.
@@ -258,6 +259,7 @@ func cacheKey(app *v1beta1.Application) string { return app.Name + "-" + app.Nam
 func (e *Engine) Reset(ctx context.Context, app *v1beta1.Application) error {
 	Forget(app)
 	e.failures.forget(app)
+	e.noContext.forget(app.UID)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ContextName(app.Name), Namespace: app.Namespace}}
 	if err := e.client.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting workflow context ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
@@ -284,11 +286,12 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 	}
 	status := toRunStatus(run.Status)
 	store := &contextStore{Client: e.client, key: client.ObjectKey{Namespace: app.Namespace, Name: ContextName(app.Name)},
-		created: func() { e.noContext.set(app.UID, false) }}
+		creating: func() { e.noContext.forget(app.UID) }}
 	switch {
-	case Started(run.Status) && e.noContext.get(app.UID):
-		// An earlier pass of this run, in this process, ended without
-		// the ConfigMap, and nothing created it since: not read again.
+	case Started(run.Status) && e.noContext.absent(app.UID, run.Status):
+		// This engine's last pass of the run ended without the
+		// ConfigMap, and the status is the one that pass returned: not
+		// read again.
 		store.absent = true
 	case Started(run.Status):
 		cm := &corev1.ConfigMap{}
@@ -404,7 +407,7 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 		return Result{}, fmt.Errorf("running the workflow of %s/%s: %w", app.Namespace, app.Name, err)
 	}
 	res := Result{Services: services.list()}
-	e.noContext.set(app.UID, store.isAbsent())
+	e.noContext.forget(app.UID)
 	if state == wfv1alpha1.WorkflowStateSkipped {
 		// The status read was older than the engine's last pass: keep it
 		// and come back when the newer one is visible.
@@ -441,6 +444,9 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 		}
 	}
 	res.Status = st
+	if store.isAbsent() && !st.Finished {
+		e.noContext.remember(app.UID, &st)
+	}
 	return res, nil
 }
 
@@ -497,42 +503,57 @@ func (e *Engine) finish(st *common.WorkflowStatus, app *v1beta1.Application) {
 	st.EndTime = metav1.Now()
 	Forget(app)
 	e.failures.forget(app)
-	e.noContext.set(app.UID, false)
+	e.noContext.forget(app.UID)
 }
 
-// contextMemo remembers, per Application UID, that its running
-// workflow's context ConfigMap does not exist: set when a pass ends
-// without it, cleared when a pass creates it (or finds it made by
-// someone else) and when the run finishes, so it holds the Applications
-// whose runs are under way. Only this engine's passes create the
-// ConfigMap (the context store), one at a time per Application, so a
-// later pass in this process can skip reading it; a process that starts
-// knows nothing and reads.
+// contextMemo remembers, per Application UID, that the workflow context
+// ConfigMap did not exist when this engine's last pass of the run ended,
+// with the status that pass returned (as JSON: what a stored and re-read
+// status compares equal to). A later pass given that same status skips
+// reading the ConfigMap: nothing but a pass creates it, and a pass made
+// elsewhere (another controller, a shard the Application moved to and
+// back) or a status that could not be stored leaves another status. It is
+// forgotten when a pass starts, tries to create the ConfigMap, the run
+// finishes or is reset, so it holds the runs this engine has under way.
 type contextMemo struct {
-	mu     sync.Mutex
-	absent map[types.UID]bool
+	mu sync.Mutex
+	// after is the status each run's last pass returned, as JSON.
+	after map[types.UID]string
 }
 
-func (m *contextMemo) get(uid types.UID) bool {
-	if uid == "" {
+func statusKey(st *common.WorkflowStatus) string {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// absent reports whether the ConfigMap is known absent for a pass given st.
+func (m *contextMemo) absent(uid types.UID, st *common.WorkflowStatus) bool {
+	if uid == "" || st == nil {
 		return false
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.absent[uid]
+	want, ok := m.after[uid]
+	m.mu.Unlock()
+	return ok && want != "" && want == statusKey(st)
 }
 
-func (m *contextMemo) set(uid types.UID, absent bool) {
+func (m *contextMemo) remember(uid types.UID, st *common.WorkflowStatus) {
 	if uid == "" {
 		return
 	}
+	key := statusKey(st)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if absent {
-		m.absent[uid] = true
-	} else {
-		delete(m.absent, uid)
-	}
+	m.after[uid] = key
+}
+
+func (m *contextMemo) forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.after, uid)
 }
 
 // failureCounts counts, per Application and step ID, the passes in which
