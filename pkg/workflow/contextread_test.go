@@ -52,20 +52,7 @@ func TestContextReadOnce(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			h := newHarness(t, tc.wf, Options{}, comps("a", "b")...)
-			var reads atomic.Int32
-			base, err := client.NewWithWatch(env(t).Config, client.Options{Scheme: env(t).Scheme})
-			require.NoError(t, err)
-			c := interceptor.NewClient(base, interceptor.Funcs{
-				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-					if _, ok := obj.(*corev1.ConfigMap); ok && key.Name == ContextName(h.app.Name) {
-						reads.Add(1)
-					}
-					return c.Get(ctx, key, obj, opts...)
-				},
-			})
-			eng, err := NewEngine(c, Options{HTTP: allowLoopback(t)})
-			require.NoError(t, err)
-			h.engine = eng
+			reads := countContextReads(t, h)
 			pass := 0
 			h.deployer.healthy = func(comp string) bool { return comp != "b" || pass >= tc.healthyAt }
 			var res Result
@@ -85,7 +72,22 @@ func TestContextReadOnce(t *testing.T) {
 func TestContextReadAfterAnotherPass(t *testing.T) {
 	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{applyStep("one", "a")}}
 	h := newHarness(t, wf, Options{}, comps("a")...)
-	var reads atomic.Int32
+	reads := countContextReads(t, h)
+	h.deployer.healthy = func(string) bool { return false }
+
+	h.pass()
+	h.pass()
+	require.Equal(t, int32(1), reads.Load(), "the second pass, given the first's status, does not read")
+	h.run.Status.Steps[0].Message = "written by another pass"
+	h.pass()
+	assert.Equal(t, int32(2), reads.Load(), "a status this engine did not return: read")
+}
+
+// countContextReads gives h an engine of its own whose reads of h's
+// workflow context ConfigMap are counted.
+func countContextReads(t *testing.T, h *harness) *atomic.Int32 {
+	t.Helper()
+	reads := &atomic.Int32{}
 	base, err := client.NewWithWatch(env(t).Config, client.Options{Scheme: env(t).Scheme})
 	require.NoError(t, err)
 	c := interceptor.NewClient(base, interceptor.Funcs{
@@ -98,12 +100,5 @@ func TestContextReadAfterAnotherPass(t *testing.T) {
 	})
 	h.engine, err = NewEngine(c, Options{HTTP: allowLoopback(t)})
 	require.NoError(t, err)
-	h.deployer.healthy = func(string) bool { return false }
-
-	h.pass()
-	h.pass()
-	require.Equal(t, int32(1), reads.Load(), "the second pass, given the first's status, does not read")
-	h.run.Status.Steps[0].Message = "written by another pass"
-	h.pass()
-	assert.Equal(t, int32(2), reads.Load(), "a status this engine did not return: read")
+	return reads
 }
