@@ -177,19 +177,35 @@ func (r *Reconciler) fleetMoved(ctx context.Context, s *scope, af *appfile.AppFi
 	if len(changes) == 0 {
 		return recorded, false
 	}
-	if !s.latestFresh {
-		// The record read may lag behind this controller's own last
-		// one: read the revision again from the API server.
-		latest, err := r.revisions.Get(observed.Direct(ctx), s.app.Namespace, s.latest.Name)
-		if err == nil && latest != nil {
-			s.latest, s.latestFresh = latest, true
-			return r.fleetMoved(ctx, s, af, why)
-		}
+	if refreshed, err := r.refreshLatest(ctx, s); err == nil && refreshed {
+		// The record read may have lagged behind this controller's own
+		// last one: judge again on the API server's.
+		return r.fleetMoved(ctx, s, af, why)
 	}
 	msg := "placement changed: " + strings.Join(changes, ", ")
 	s.log.Info("the clusters selected by labels changed; deploying to the new set", "changes", changes)
 	r.recorder.Event(s.app, "Normal", revision.ReasonPlacementChanged, msg)
 	return now, true
+}
+
+// refreshLatest reads the latest revision again from the API server when
+// parse took it from the observed-state cache, before a decision on what
+// can change on it (its placement record, its succeeded mark); it reports
+// whether it read it. The revision being worked on (s.rev), when it is
+// the latest, is replaced too.
+func (r *Reconciler) refreshLatest(ctx context.Context, s *scope) (bool, error) {
+	if s.latest == nil || s.latestFresh {
+		return false, nil
+	}
+	fresh, err := r.revisions.Get(observed.Direct(ctx), s.latest.Namespace, s.latest.Name)
+	if err != nil || fresh == nil {
+		return false, err
+	}
+	if s.rev == s.latest {
+		s.rev = fresh
+	}
+	s.latest, s.latestFresh = fresh, true
+	return true, nil
 }
 
 // clusters returns the cluster check of topology policies: the cluster
@@ -408,14 +424,10 @@ func (r *Reconciler) runWorkflow(ctx context.Context, s *scope) (next, error) {
 		// The reconcile that finished the run may have failed to mark
 		// the revision (the mark is what rollback trusts): mark it now.
 		if st.Status == "succeeded" {
-			if !s.rev.Status.Succeeded && s.rev == s.latest && !s.latestFresh {
+			if !s.rev.Status.Succeeded && s.rev == s.latest {
 				// The cached copy may not show the mark made meanwhile.
-				fresh, err := r.revisions.Get(observed.Direct(ctx), s.rev.Namespace, s.rev.Name)
-				if err != nil {
+				if _, err := r.refreshLatest(ctx, s); err != nil {
 					return proceed, err
-				}
-				if fresh != nil {
-					s.rev, s.latest, s.latestFresh = fresh, fresh, true
 				}
 			}
 			if err := r.revisions.MarkSucceeded(ctx, s.rev, st.EndTime); err != nil {

@@ -264,7 +264,7 @@ func (k *Keeper) upsertEntries(ctx context.Context, hub client.Client, typ v1bet
 		case create:
 			rt = want.DeepCopy()
 		case err != nil:
-			return fmt.Errorf("reading ResourceTracker %s: %w", want.Name, err)
+			return err // getTracker names the tracker
 		}
 		switch {
 		case create:
@@ -280,7 +280,7 @@ func (k *Keeper) upsertEntries(ctx context.Context, hub client.Client, typ v1bet
 		if create {
 			if err := hub.Create(ctx, rt, client.FieldOwner(FieldManager)); err != nil {
 				if apierrors.IsAlreadyExists(err) {
-					return apierrors.NewConflict(schema.GroupResource{Group: v1beta1.GroupVersion.Group, Resource: "resourcetrackers"}, rt.Name, err)
+					return apierrors.NewConflict(trackerResource, rt.Name, err)
 				}
 				return fmt.Errorf("creating ResourceTracker %s: %w", rt.Name, err)
 			}
@@ -292,7 +292,7 @@ func (k *Keeper) upsertEntries(ctx context.Context, hub client.Client, typ v1bet
 			}
 			if apierrors.IsNotFound(err) {
 				// Deleted since the copy read: read again, and create it.
-				return apierrors.NewConflict(schema.GroupResource{Group: v1beta1.GroupVersion.Group, Resource: "resourcetrackers"}, rt.Name, err)
+				return apierrors.NewConflict(trackerResource, rt.Name, err)
 			}
 			return fmt.Errorf("updating ResourceTracker %s: %w", rt.Name, err)
 		}
@@ -321,19 +321,22 @@ func (k *Keeper) readTracker(ctx context.Context, hub client.Client, name string
 	default:
 		ctx = observed.MayLag(ctx)
 	}
-	rt := &v1beta1.ResourceTracker{}
-	if err := hub.Get(ctx, client.ObjectKey{Name: name}, rt); err != nil {
+	rt, err := getTracker(ctx, hub, name)
+	if err != nil {
 		return nil, err
+	}
+	if rt == nil {
+		return nil, apierrors.NewNotFound(trackerResource, name)
 	}
 	// A cached copy keeps its managedFields without their fields
 	// (observed.Slim): sent back in an Update they would replace the
 	// server's; left out, the server keeps its own.
 	rt.ManagedFields = nil
-	if err := v1beta1.DecodeTracker(rt); err != nil {
-		return nil, err
-	}
 	return rt, nil
 }
+
+// trackerResource names ResourceTrackers in API errors.
+var trackerResource = schema.GroupResource{Group: v1beta1.GroupVersion.Group, Resource: "resourcetrackers"}
 
 // wroteTracker remembers rt, just written, for this Keeper's next
 // readTracker.
