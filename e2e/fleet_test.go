@@ -210,10 +210,10 @@ func TestFleetAcceptance(t *testing.T) {
 	}
 
 	ok = t.Run("UnreachableMemberTurnsUnhealthyNothingDeleted", func(t *testing.T) {
+		stopped := time.Now() // before the kill: the controller cannot see it fail earlier
 		apiserver, err := env.Stop(ctx, "member-2", localcluster.CompKubeAPIServer)
 		require.NoError(t, err)
 		t.Logf("stopped %s", apiserver.Name())
-		stopped := time.Now()
 		framework.WaitFor(t, 3*time.Minute, "web in member-2 is unhealthy: ClusterUnreachable", func(ctx context.Context) (bool, error) {
 			a := &v1beta1.Application{}
 			if err := hubClient.Get(ctx, key, a); err != nil {

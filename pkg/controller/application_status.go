@@ -431,8 +431,12 @@ func setPlacementStatus(app *v1beta1.Application, targets []placement.Target) {
 // gets now. Clusters it did not try keep theirs. It returns, for every
 // unreachable cluster, since when it is (now for one without a placement
 // entry to keep the time in).
+//
+// The time is stored to the second (RFC 3339), rounded up: rounded down it
+// could precede the first failure by up to a second, and a cluster would
+// turn unhealthy that much before ClusterUnreachableAfter.
 func setReachability(app *v1beta1.Application, reached, unreachable map[string]bool, now time.Time) map[string]time.Time {
-	stamp := metav1.NewTime(now).Rfc3339Copy()
+	stamp := metav1.NewTime(ceilSecond(now)).Rfc3339Copy()
 	since := map[string]time.Time{}
 	for i := range app.Status.Placement {
 		p := &app.Status.Placement[i]
@@ -454,6 +458,14 @@ func setReachability(app *v1beta1.Application, reached, unreachable map[string]b
 		}
 	}
 	return since
+}
+
+// ceilSecond is t rounded up to a whole second.
+func ceilSecond(t time.Time) time.Time {
+	if down := t.Truncate(time.Second); !down.Equal(t) {
+		return down.Add(time.Second)
+	}
+	return t
 }
 
 // detailReason is the key of status.services[].details saying why a

@@ -396,7 +396,7 @@ func TestSetPlacementStatus(t *testing.T) {
 func TestSetReachability(t *testing.T) {
 	then := metav1.NewTime(time.Date(2026, 12, 2, 1, 50, 0, 0, time.UTC))
 	now := time.Date(2026, 12, 2, 1, 53, 20, 123, time.UTC)
-	nowStamp := metav1.NewTime(now.Truncate(time.Second))
+	nowStamp := metav1.NewTime(now.Truncate(time.Second).Add(time.Second)) // rounded up: never before the first failure
 	pl := func(cluster string, since *metav1.Time) common.PlacementStatus {
 		return common.PlacementStatus{Cluster: cluster, Namespace: "default", UnreachableSince: since}
 	}
