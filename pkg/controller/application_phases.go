@@ -84,7 +84,7 @@ func (r *Reconciler) parse(ctx context.Context, s *scope) (next, error) {
 		sel, moved := r.fleetMoved(ctx, s, af, why)
 		s.af, s.defs, s.selection = af, revision.FromRevision(s.latest), sel
 		if !moved {
-			setParsedCondition(app, "rendering revision "+s.latest.Name, nil)
+			setParsedFromRevision(app, s.latest.Name)
 			return proceed, nil
 		}
 		// The fleet changed under a label selector: a new revision is made
@@ -114,7 +114,7 @@ func (r *Reconciler) parse(ctx context.Context, s *scope) (next, error) {
 		return proceed, err
 	}
 	s.af, s.defs, s.selection = af, defs, sel
-	setParsedCondition(app, "parsed against the installed definitions ("+s.why+")", nil)
+	setParsedCondition(app, parsedLive+" ("+s.why+")", nil)
 	return proceed, nil
 }
 

@@ -48,6 +48,23 @@ func setParsedCondition(app *v1beta1.Application, source string, err error) {
 	}
 }
 
+// parsedLive is how the Parsed message of a reconcile that parsed the
+// spec itself begins (setParsedCondition's source).
+const parsedLive = "parsed against the installed definitions"
+
+// setParsedFromRevision records that the app is rendered from its latest
+// revision rev, not parsed again. The message of the reconcile that
+// parsed this generation's spec stands in the reconciles after it: it is
+// still true, and a message flip alone would cost a status write.
+func setParsedFromRevision(app *v1beta1.Application, rev string) {
+	prev := meta.FindStatusCondition(app.Status.Conditions, common.ConditionParsed)
+	if prev != nil && prev.Status == metav1.ConditionTrue && prev.Reason == common.ReasonParsed &&
+		prev.ObservedGeneration == app.Generation && strings.HasPrefix(prev.Message, parsedLive) {
+		return
+	}
+	setParsedCondition(app, "rendering revision "+rev, nil)
+}
+
 // setRevisionCondition records the revision phase: the revision deployed,
 // whether it was created for the app's current spec, or the error. A
 // revision keeps RevisionCreated in the reconciles after the one that

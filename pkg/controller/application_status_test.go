@@ -7,6 +7,7 @@ import (
 
 	wfv1alpha1 "github.com/kubevela/workflow/api/v1alpha1"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -279,6 +280,38 @@ func TestSetRenderCondition(t *testing.T) {
 				assert.Equal(t, tc.msg, c.Message[:min(len(c.Message), len(tc.msg))])
 				assert.Equal(t, int64(3), c.ObservedGeneration)
 			}
+		})
+	}
+}
+
+func TestSetParsedFromRevision(t *testing.T) {
+	live := func(a *v1beta1.Application) { setParsedCondition(a, parsedLive+" (FirstRevision)", nil) }
+	bump := func(a *v1beta1.Application) { a.Generation++ }
+	failed := func(a *v1beta1.Application) { setParsedCondition(a, "", errors.New("definitions cache not synced")) }
+	cases := []struct {
+		reason      string
+		before      []statusMod
+		wantMessage string
+	}{
+		{"the reconcile after the one that parsed this generation keeps its message (no status write for it)",
+			[]statusMod{live}, parsedLive + " (FirstRevision)"},
+		{"no parse recorded: rendering the revision",
+			nil, "rendering revision shop-v1"},
+		{"parsed for an older generation: rendering the revision",
+			[]statusMod{live, bump}, "rendering revision shop-v1"},
+		{"a parse error before: rendering the revision",
+			[]statusMod{failed}, "rendering revision shop-v1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			app := appWith(tc.before...)
+			setParsedFromRevision(app, "shop-v1")
+			got := meta.FindStatusCondition(app.Status.Conditions, common.ConditionParsed)
+			require.NotNil(t, got)
+			assert.Equal(t, metav1.ConditionTrue, got.Status)
+			assert.Equal(t, common.ReasonParsed, got.Reason)
+			assert.Equal(t, tc.wantMessage, got.Message)
+			assert.Equal(t, app.Generation, got.ObservedGeneration)
 		})
 	}
 }
