@@ -193,6 +193,9 @@ type Engine struct {
 	// noContext remembers the Applications, by UID, whose running
 	// workflow has no context ConfigMap (contextMemo).
 	noContext *contextMemo
+	// cueSteps runs every step through kubevela/workflow's CUE task
+	// runner, none natively (native.go); tests compare the two.
+	cueSteps bool
 }
 
 // NewEngine returns an Engine storing workflow contexts through c.
@@ -389,6 +392,7 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 		e.finish(&st, app)
 		return Result{Status: st}, nil
 	}
+	runners = e.nativeRunners(ctx, instance, runners, templates, pctx)
 	// Steps whose dependency failed are skipped, saying which (skip.go).
 	g := newGuard(run.Plan)
 	g.unprovided = e.unprovided(ctx, run.Plan, templates)

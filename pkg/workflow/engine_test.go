@@ -211,11 +211,16 @@ func newHarness(t *testing.T, wf *appfile.Workflow, opts Options, comps ...Compo
 	}
 	require.NoError(t, e.Client.Create(ctx, app))
 	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), app) })
+	tmpls := stepTemplates(t)
+	if opts.Builtins == nil {
+		// As the controller runs it: plain apply-component steps of the
+		// built-in template run natively (native.go).
+		opts.Builtins = tmpls
+	}
 	engine, err := NewEngine(e.Client, opts)
 	require.NoError(t, err)
 	plan, err := PlanOf(wf, opts.DefaultStepTimeout)
 	require.NoError(t, err)
-	tmpls := stepTemplates(t)
 	d := newFakeDeployer(e.Client, app, comps...)
 	return &harness{t: t, engine: engine, app: app, deployer: d, run: Run{
 		App: app, Revision: app.Name + "-v1", Plan: plan, Deployer: d,
