@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"cuelang.org/go/cue"
@@ -38,15 +39,21 @@ func (e *Engine) nativeRunners(ctx context.Context, instance *wftypes.WorkflowIn
 	if e.cueSteps || len(runners) != len(instance.Steps) {
 		return runners
 	}
+	native := map[int]componentParams{}
+	for i, step := range instance.Steps {
+		if p, ok := nativeParams(step); ok && runners[i].Name() == step.Name {
+			native[i] = p
+		}
+	}
+	if len(native) == 0 {
+		return runners
+	}
 	builtin := e.opts.Builtins[StepTypeApplyComponent]
 	if t, err := templates.LoadTemplate(ctx, StepTypeApplyComponent); err != nil || builtin == "" || t != builtin {
 		return runners
 	}
-	for i, step := range instance.Steps {
-		p, ok := nativeParams(step)
-		if !ok || runners[i].Name() != step.Name {
-			continue
-		}
+	for i, p := range native {
+		step := instance.Steps[i]
 		runners[i] = &nativeApply{step: step, id: stepID(instance.Status, step.Name), params: p, pctx: pctx}
 	}
 	return runners
@@ -135,7 +142,8 @@ func (n *nativeApply) FillContextData(ctx monitorContext.Context, pctx process.C
 
 // Run runs one pass of the step.
 func (n *nativeApply) Run(wfCtx wfContext.Context, o *wftypes.TaskRunOptions) (status wfv1alpha1.StepStatus, op *wftypes.Operation, _ error) {
-	act := &stepAction{status: wfv1alpha1.StepStatus{Name: n.step.Name, Type: n.step.Type, ID: n.id, Phase: wfv1alpha1.WorkflowStepPhaseSucceeded}}
+	act := &stepAction{status: wfv1alpha1.StepStatus{Name: n.step.Name, Type: n.step.Type, ID: n.id, Phase: wfv1alpha1.WorkflowStepPhaseSucceeded},
+		prev: wfv1alpha1.StepStatus{Name: n.step.Name, Type: n.step.Type, Phase: wfv1alpha1.WorkflowStepPhaseSucceeded}}
 	var tracer monitorContext.Context
 	if o.GetTracer != nil {
 		tracer = o.GetTracer(n.id, n.step)
@@ -149,7 +157,11 @@ func (n *nativeApply) Run(wfCtx wfContext.Context, o *wftypes.TaskRunOptions) (s
 	defer reset(n.pctx)
 	defer func() {
 		if r := recover(); r != nil {
+			// Failed for good, without the post-stop hooks, as the library
+			// handles a panic in a step's evaluation.
 			act.err(wfCtx, false, fmt.Errorf("step %s panicked: %v", n.step.Name, r), wftypes.StatusReasonRendering)
+			status, op = act.status, act.operation()
+			return
 		}
 		for _, hook := range o.PostStopHooks {
 			if err := hook(wfCtx, cue.Value{}, n.step, act.status, o.StepStatus); err != nil {
@@ -163,6 +175,7 @@ func (n *nativeApply) Run(wfCtx wfContext.Context, o *wftypes.TaskRunOptions) (s
 	for _, hook := range o.PreCheckHooks {
 		res, err := hook(n.step, &wftypes.PreCheckOptions{})
 		if err != nil {
+			tracer.Error(err, "do preCheckHook")
 			act.skip("pre check error: " + err.Error())
 			return
 		}
@@ -175,12 +188,17 @@ func (n *nativeApply) Run(wfCtx wfContext.Context, o *wftypes.TaskRunOptions) (s
 		}
 	}
 	// The library's pre-start hook fills step inputs: this step has none.
+	if st, ok := o.StepStatus[n.step.Name]; ok {
+		act.prev = st
+	}
 	ctx := providertypes.WithRuntimeParams(tracer.GetContext(), providertypes.RuntimeParams{
 		WorkflowContext: wfCtx, ProcessContext: n.pctx, Action: act})
 	if _, err := applyComponent(ctx, n.params.resolve(), providertypes.RuntimeParamsFrom(ctx)); err != nil {
-		if _, ok := err.(wferrors.GenericActionError); !ok {
+		var brk wferrors.GenericActionError
+		if !errors.As(err, &brk) {
 			// Retried, as the library retries a step whose provider
 			// failed.
+			tracer.Error(err, "do steps")
 			act.err(wfCtx, true, err, wftypes.StatusReasonExecute)
 		}
 	}
@@ -190,7 +208,8 @@ func (n *nativeApply) Run(wfCtx wfContext.Context, o *wftypes.TaskRunOptions) (s
 // stepAction is the types.Action of a native step, keeping its status and
 // operation as kubevela/workflow's CUE task runner does.
 type stepAction struct {
-	status                                            wfv1alpha1.StepStatus
+	// status is this pass's; prev the step's status before it (GetStatus).
+	status, prev                                      wfv1alpha1.StepStatus
 	suspend, terminated, failedAfterRetries, wait, sk bool
 }
 
@@ -235,7 +254,7 @@ func (a *stepAction) Fail(msg string) {
 
 func (a *stepAction) Message(msg string) { a.message(msg) }
 
-func (a *stepAction) GetStatus() wfv1alpha1.StepStatus { return a.status }
+func (a *stepAction) GetStatus() wfv1alpha1.StepStatus { return a.prev }
 
 func (a *stepAction) message(msg string) {
 	if msg != "" {

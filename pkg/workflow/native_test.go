@@ -35,20 +35,26 @@ func TestNativeStepsAsCUE(t *testing.T) {
 	after := func(dep string) func(*appfile.WorkflowStep) {
 		return func(s *appfile.WorkflowStep) { s.DependsOn = []string{dep} }
 	}
+	steps := func(mode string, steps ...*appfile.WorkflowStep) *appfile.Workflow {
+		return &appfile.Workflow{Mode: mode, SubStepMode: "DAG", Steps: steps}
+	}
 	cases := []struct {
 		reason string
 		wf     *appfile.Workflow
 		comps  []Component
 		setup  func(d *fakeDeployer, pass *int)
+		opts   Options
+		// between is the time between passes (0: none).
+		between time.Duration
 	}{
 		{"a dependency unhealthy for two passes, then healthy",
 			dag(applyStep("db", "db"), applyStep("web", "web", after("db"))), comps("db", "web"),
-			func(d *fakeDeployer, pass *int) { d.healthy = func(c string) bool { return c != "db" || *pass > 2 } }},
+			func(d *fakeDeployer, pass *int) { d.healthy = func(c string) bool { return c != "db" || *pass > 2 } }, Options{}, 0},
 		{"a retryable apply error until the retries are spent",
 			dag(applyStep("flaky", "a")), comps("a"),
 			func(d *fakeDeployer, _ *int) {
 				d.applyErr = func(string) error { return errors.New("connection refused") }
-			}},
+			}, Options{}, 0},
 		{"a retryable apply error once, then success",
 			dag(applyStep("flaky", "a")), comps("a"),
 			func(d *fakeDeployer, pass *int) {
@@ -58,14 +64,14 @@ func TestNativeStepsAsCUE(t *testing.T) {
 					}
 					return nil
 				}
-			}},
+			}, Options{}, 0},
 		{"a terminal apply error fails at once",
 			dag(applyStep("owned", "a")), comps("a"),
 			func(d *fakeDeployer, _ *int) {
 				d.applyErr = func(string) error {
 					return errclass.Terminal(errors.New("ConfigMap default/x belongs to Application default/other"))
 				}
-			}},
+			}, Options{}, 0},
 		{"a render error fails the step and skips its dependents",
 			dag(applyStep("broken", "bad"), applyStep("dependent", "b", after("broken")), applyStep("independent", "c")), comps("bad", "b", "c"),
 			func(d *fakeDeployer, _ *int) {
@@ -75,20 +81,36 @@ func TestNativeStepsAsCUE(t *testing.T) {
 					}
 					return nil
 				}
-			}},
+			}, Options{}, 0},
 		{"a step naming a component the Application does not have",
-			dag(applyStep("ghost", "nobody")), comps("a"), func(*fakeDeployer, *int) {}},
+			dag(applyStep("ghost", "nobody")), comps("a"), func(*fakeDeployer, *int) {}, Options{}, 0},
+		{reason: "step by step: a terminal failure skips the next step",
+			wf: steps("StepByStep", applyStep("first", "a"), applyStep("second", "b")), comps: comps("a", "b"),
+			setup: func(d *fakeDeployer, _ *int) {
+				d.applyErr = func(c string) error {
+					if c == "a" {
+						return errclass.Terminal(errors.New("ConfigMap default/x belongs to Application default/other"))
+					}
+					return nil
+				}
+			}},
+		{reason: "a step that times out while waiting for health",
+			wf: steps("StepByStep", applyStep("never", "a")), comps: comps("a"),
+			setup:   func(d *fakeDeployer, _ *int) { d.healthy = func(string) bool { return false } },
+			opts:    Options{DefaultStepTimeout: time.Second},
+			between: 1500 * time.Millisecond},
 		{"cluster and namespace given",
 			dag(applyStep("placed", "a", func(s *appfile.WorkflowStep) {
 				s.Properties["cluster"] = "local"
 				s.Properties["namespace"] = "default"
-			})), comps("a"), func(*fakeDeployer, *int) {}},
+			})), comps("a"), func(*fakeDeployer, *int) {}, Options{}, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
-			native := newHarness(t, tc.wf, Options{}, tc.comps...)
-			cue := newHarness(t, tc.wf, Options{}, tc.comps...)
+			native := newHarness(t, tc.wf, tc.opts, tc.comps...)
+			cue := newHarness(t, tc.wf, tc.opts, tc.comps...)
 			cue.engine.cueSteps = true
+			requireNative(t, native)
 			var nPass, cPass int
 			tc.setup(native.deployer, &nPass)
 			tc.setup(cue.deployer, &cPass)
@@ -100,8 +122,25 @@ func TestNativeStepsAsCUE(t *testing.T) {
 				if n.Status.Finished && c.Status.Finished {
 					break
 				}
+				time.Sleep(tc.between)
 			}
 		})
+	}
+}
+
+// requireNative fails unless every step of h's plan runs natively (else
+// the comparison would compare the library with itself).
+func requireNative(t *testing.T, h *harness) {
+	t.Helper()
+	inst := &wftypes.WorkflowInstance{Steps: h.run.Plan.Steps}
+	runners := make([]wftypes.TaskRunner, len(inst.Steps))
+	for i, st := range inst.Steps {
+		runners[i] = namedRunner(st.Name)
+	}
+	runners = h.engine.nativeRunners(context.Background(), inst, runners, loader{src: h.run.Templates, builtins: h.engine.opts.Builtins}, nil)
+	for _, r := range runners {
+		_, ok := r.(*nativeApply)
+		require.True(t, ok, "step %s does not run natively", r.Name())
 	}
 }
 
