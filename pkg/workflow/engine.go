@@ -378,7 +378,7 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 		CustomData:     run.Context,
 	})
 	templates := loader{src: run.Templates, builtins: e.opts.Builtins}
-	rv.liveReturns = readsLiveReturns(ctx, run.Plan, templates, e.opts.Builtins)
+	rv.liveReturns = readsLiveReturns(ctx, run.Plan, templates)
 	runners, err := generator.GenerateRunners(mctx, instance, wftypes.StepGeneratorOptions{
 		ProcessCtx:     pctx,
 		TemplateLoader: templates,
@@ -460,7 +460,7 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 // template (which reads them only for step outputs) declaring no outputs.
 // A default workflow's steps never do, and filling a component's live
 // objects into its step's CUE value is most of what such a step costs.
-func readsLiveReturns(ctx context.Context, plan Plan, templates loader, builtins map[string]string) bool {
+func readsLiveReturns(ctx context.Context, plan Plan, templates loader) bool {
 	reads := func(typ string, outputs int) bool {
 		return outputs > 0 || (typ != StepTypeStepGroup && typ != StepTypeApplyComponent)
 	}
@@ -474,8 +474,7 @@ func readsLiveReturns(ctx context.Context, plan Plan, templates loader, builtins
 			}
 		}
 	}
-	t, err := templates.LoadTemplate(ctx, StepTypeApplyComponent)
-	return err != nil || t != builtins[StepTypeApplyComponent]
+	return !templates.isBuiltin(ctx, StepTypeApplyComponent)
 }
 
 // outputFailure starts the message kubevela/workflow gives a failed step
@@ -740,4 +739,12 @@ func (l loader) LoadTemplate(ctx context.Context, name string) (string, error) {
 		return builtinSuspend, nil
 	}
 	return "", fmt.Errorf("workflow step type %q: no WorkflowStepDefinition found", name)
+}
+
+// isBuiltin reports whether the template this run uses for step type typ
+// is the engine's built-in one (Options.Builtins), whether it comes from
+// there or from an installed definition of the same text.
+func (l loader) isBuiltin(ctx context.Context, typ string) bool {
+	t, err := l.LoadTemplate(ctx, typ)
+	return err == nil && t != "" && t == l.builtins[typ]
 }

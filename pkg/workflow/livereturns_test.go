@@ -37,7 +37,7 @@ func TestReadsLiveReturns(t *testing.T) {
 	}
 	for _, tc := range cases {
 		src := func(context.Context, string) (string, error) { return tc.template, nil }
-		got := readsLiveReturns(context.Background(), Plan{Steps: tc.steps}, loader{src: src, builtins: builtin}, builtin)
+		got := readsLiveReturns(context.Background(), Plan{Steps: tc.steps}, loader{src: src, builtins: builtin})
 		assert.Equal(t, tc.want, got, tc.reason)
 	}
 }

@@ -48,8 +48,7 @@ func (e *Engine) nativeRunners(ctx context.Context, instance *wftypes.WorkflowIn
 	if len(native) == 0 {
 		return runners
 	}
-	builtin := e.opts.Builtins[StepTypeApplyComponent]
-	if t, err := templates.LoadTemplate(ctx, StepTypeApplyComponent); err != nil || builtin == "" || t != builtin {
+	if !templates.isBuiltin(ctx, StepTypeApplyComponent) {
 		return runners
 	}
 	for i, p := range native {

@@ -195,10 +195,11 @@ func TestNativeRunners(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
-			e := &Engine{opts: Options{Builtins: map[string]string{StepTypeApplyComponent: builtin}}}
+			e := &Engine{}
 			inst := &wftypes.WorkflowInstance{Steps: []oamv1alpha1.WorkflowStep{tc.step}}
 			src := func(context.Context, string) (string, error) { return tc.template, nil }
-			runners := e.nativeRunners(context.Background(), inst, []wftypes.TaskRunner{namedRunner("s")}, loader{src: src}, nil)
+			templates := loader{src: src, builtins: map[string]string{StepTypeApplyComponent: builtin}}
+			runners := e.nativeRunners(context.Background(), inst, []wftypes.TaskRunner{namedRunner("s")}, templates, nil)
 			require.Len(t, runners, 1)
 			_, native := runners[0].(*nativeApply)
 			assert.Equal(t, tc.want, native)
