@@ -262,7 +262,7 @@ func (c *Cache) gvkOf(obj runtime.Object) (schema.GroupVersionKind, error) {
 
 func (cc *cachedClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if r, ok := cc.c.reader(ctx, obj); ok {
-		err := r.Get(ctx, key, obj, opts...)
+		err := cc.c.get(ctx, r, key, obj, opts...)
 		if err == nil {
 			return nil
 		}
@@ -276,7 +276,7 @@ func (cc *cachedClient) Get(ctx context.Context, key client.ObjectKey, obj clien
 
 func (cc *cachedClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	if r, ok := cc.c.reader(ctx, list); ok && selectsOwned(opts) {
-		err := r.List(ctx, list, opts...)
+		err := cc.c.list(ctx, r, list, opts...)
 		if err == nil && (meta.LenList(list) > 0 || mayLag(ctx)) {
 			return nil
 		}
@@ -421,16 +421,16 @@ func apiutilGVK(obj runtime.Object, scheme *runtime.Scheme) (schema.GroupVersion
 
 func trimList(kind string) string { return strings.TrimSuffix(kind, "List") }
 
-// informerObject is an object of the kind gvk in the form of obj (typed
-// or unstructured): the cache keeps one informer per form.
+// informerObject is the object whose informer holds the kind gvk: the
+// scheme's Go type when it has one (obj typed or not: see get), else an
+// unstructured object.
 func (c *Cache) informerObject(obj runtime.Object, gvk schema.GroupVersionKind) (client.Object, error) {
-	switch obj.(type) {
-	case *unstructured.Unstructured, *unstructured.UnstructuredList:
+	if !c.scheme.Recognizes(gvk) {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
 		return u, nil
 	}
-	if o, ok := obj.(client.Object); ok && !meta.IsListType(obj) {
+	if o, ok := obj.(client.Object); ok && !meta.IsListType(obj) && !isUnstructured(obj) {
 		return o, nil
 	}
 	n, err := c.scheme.New(gvk)
@@ -442,4 +442,120 @@ func (c *Cache) informerObject(obj runtime.Object, gvk schema.GroupVersionKind) 
 		return nil, fmt.Errorf("%s is not an object kind", gvk)
 	}
 	return o, nil
+}
+
+func isUnstructured(obj runtime.Object) bool {
+	_, ok := obj.(runtime.Unstructured)
+	return ok
+}
+
+// get reads key from r into obj. An unstructured read of a kind the scheme
+// has a Go type for is served by that type's informer and converted: the
+// cache keeps one informer per kind, and a typed object is a fraction of
+// the memory of its unstructured maps (and is listed and watched as
+// protobuf, which costs less to decode than JSON). A field the API server
+// has and the scheme's Go type has not (a newer Kubernetes) is missing
+// from such an answer; no write is decided from a cached read (see the
+// package doc).
+func (c *Cache) get(ctx context.Context, r client.Reader, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || !c.scheme.Recognizes(u.GroupVersionKind()) {
+		return r.Get(ctx, key, obj, opts...)
+	}
+	gvk := u.GroupVersionKind()
+	n, err := c.scheme.New(gvk)
+	if err != nil {
+		return err
+	}
+	typed, ok := n.(client.Object)
+	if !ok {
+		return fmt.Errorf("%s is not an object kind", gvk)
+	}
+	if err := r.Get(ctx, key, typed, opts...); err != nil {
+		return err
+	}
+	m, err := toUnstructured(typed)
+	if err != nil {
+		return err
+	}
+	u.SetUnstructuredContent(m)
+	u.SetGroupVersionKind(gvk)
+	return nil
+}
+
+// list is get's List.
+func (c *Cache) list(ctx context.Context, r client.Reader, list client.ObjectList, opts ...client.ListOption) error {
+	ul, ok := list.(*unstructured.UnstructuredList)
+	if !ok {
+		return r.List(ctx, list, opts...)
+	}
+	gvk := ul.GroupVersionKind()
+	if !strings.HasSuffix(gvk.Kind, "List") {
+		gvk.Kind += "List"
+	}
+	if !c.scheme.Recognizes(gvk) {
+		return r.List(ctx, list, opts...)
+	}
+	n, err := c.scheme.New(gvk)
+	if err != nil {
+		return err
+	}
+	typed, ok := n.(client.ObjectList)
+	if !ok {
+		return fmt.Errorf("%s is not a list kind", gvk)
+	}
+	// The items are only read (converted below): no copy of them is made.
+	if err := r.List(ctx, typed, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
+		return err
+	}
+	items, err := meta.ExtractList(typed)
+	if err != nil {
+		return err
+	}
+	itemGVK := gvk.GroupVersion().WithKind(trimList(gvk.Kind))
+	ul.Items = make([]unstructured.Unstructured, 0, len(items))
+	for _, it := range items {
+		m, err := toUnstructured(it)
+		if err != nil {
+			return err
+		}
+		item := unstructured.Unstructured{Object: m}
+		item.SetGroupVersionKind(itemGVK)
+		ul.Items = append(ul.Items, item)
+	}
+	ul.SetResourceVersion(typed.GetResourceVersion())
+	ul.SetGroupVersionKind(gvk)
+	return nil
+}
+
+// toUnstructured converts a typed object as the API server encodes it: the
+// Go types of this client write a zero creationTimestamp of embedded
+// object metadata (a pod template's) as null, where the API server
+// (since Kubernetes 1.33) leaves it out.
+func toUnstructured(obj runtime.Object) (map[string]any, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	dropNullCreationTimestamps(m, false)
+	return m, nil
+}
+
+func dropNullCreationTimestamps(v any, isMetadata bool) {
+	switch t := v.(type) {
+	case map[string]any:
+		if isMetadata {
+			if ts, ok := t["creationTimestamp"]; ok && ts == nil {
+				delete(t, "creationTimestamp")
+			}
+			return
+		}
+		for k, e := range t {
+			dropNullCreationTimestamps(e, k == "metadata")
+		}
+	case []any:
+		for _, e := range t {
+			dropNullCreationTimestamps(e, false)
+		}
+	}
 }
