@@ -22,8 +22,9 @@
 //     and ApplicationRevisions of Applications and, of the kinds the
 //     built-in definitions deploy (observed.DefaultKinds), the objects
 //     labelled app.oam.dev/name, informers started on first use, kept
-//     without managedFields' fieldsV1 and with revisions' templates
-//     interned (one copy per distinct template). It serves the resync of
+//     as Go types (not unstructured maps; built-in kinds watched as
+//     protobuf), without managedFields' fieldsV1 and with revisions'
+//     templates interned (one copy per distinct template). It serves the resync of
 //     Applications in their steady state (0 API reads), and in every
 //     reconcile the reads a lagging answer cannot make wrong (an
 //     Application's latest revision, whose spec never changes; the first

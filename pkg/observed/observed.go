@@ -24,8 +24,12 @@
 // (the managers and operations stay: drift detection asks whether oamflow
 // manages an object), revisions with their definition templates
 // interned (one copy per distinct template, however many revisions use
-// it). It grows with what Applications deploy, about the size of each
-// object's JSON without its managed fields.
+// it). Kinds the scheme has Go types for (oamflow's records and every
+// kind of DefaultKinds) are kept as those types, listed and watched as
+// protobuf where the API server speaks it; unstructured reads of them
+// are converted on the way out. Kinds it has none for are kept
+// unstructured. It grows with what Applications deploy, about the size
+// of each object's JSON without its managed fields.
 package observed
 
 import (
