@@ -54,6 +54,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/revision"
 	"github.com/oamflow/oamflow/pkg/sharding"
+	"github.com/oamflow/oamflow/pkg/statuspatch"
 	"github.com/oamflow/oamflow/pkg/tenancy"
 )
 
@@ -666,7 +667,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if s.before == nil || equality.Semantic.DeepEqual(s.before.Status, s.app.Status) {
 		return nil
 	}
-	if err := r.client.Status().Patch(ctx, s.app, client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := statuspatch.Patch(ctx, r.client, s.app, s.before.Status, s.app.Status, true); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

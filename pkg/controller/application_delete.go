@@ -16,6 +16,7 @@ import (
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
+	"github.com/oamflow/oamflow/pkg/statuspatch"
 )
 
 // reconcileDelete deletes everything the Application deployed (or, with
@@ -41,11 +42,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, app *v1beta1.Applicati
 		if controllerutil.ContainsFinalizer(app, v1beta1.FinalizerOrphanResource) {
 			what = "releasing the resources of the Application (" + v1beta1.FinalizerOrphanResource + "): they are kept"
 		}
-		before := app.DeepCopy()
+		before := app.Status.DeepCopy()
 		app.Status.Phase = common.ApplicationDeleting
 		setCondition(app, common.ConditionReady, false, common.ReasonDeleting, what)
 		r.recorder.Event(app, "Normal", phaseReason(common.ApplicationDeleting), what)
-		if err := r.client.Status().Patch(ctx, app, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		if err := statuspatch.Patch(ctx, r.client, app, before, &app.Status, false); err != nil && !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, fmt.Errorf("patching status of %s/%s: %w", app.Namespace, app.Name, err)
 		}
 	}
@@ -108,10 +109,10 @@ func (r *Reconciler) reportDeleteFailure(ctx context.Context, app *v1beta1.Appli
 	if c := meta.FindStatusCondition(app.Status.Conditions, common.ConditionReady); c != nil && c.Message == msg {
 		return
 	}
-	before := app.DeepCopy()
+	before := app.Status.DeepCopy()
 	setCondition(app, common.ConditionReady, false, common.ReasonDeleting, msg)
 	r.recorder.Event(app, "Warning", common.ReasonDeleting, msg)
-	if perr := r.client.Status().Patch(ctx, app, client.MergeFrom(before)); perr != nil && !apierrors.IsNotFound(perr) {
+	if perr := statuspatch.Patch(ctx, r.client, app, before, &app.Status, false); perr != nil && !apierrors.IsNotFound(perr) {
 		ctrl.LoggerFrom(ctx).Error(perr, "patching status after a failed deletion")
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/placement"
+	"github.com/oamflow/oamflow/pkg/statuspatch"
 )
 
 // DefaultLimit is how many revisions of an Application are kept when
@@ -218,10 +219,10 @@ func (m *Manager) MarkSucceeded(ctx context.Context, rev *v1beta1.ApplicationRev
 	if rev.Status.Succeeded {
 		return nil
 	}
-	base := rev.DeepCopy()
+	base := *rev.Status.DeepCopy()
 	rev.Status.Succeeded = true
 	rev.Status.WorkflowFinishedAt = &at
-	if err := m.writer.Status().Patch(ctx, rev, client.MergeFrom(base)); err != nil {
+	if err := statuspatch.Patch(ctx, m.writer, rev, base, rev.Status, false); err != nil {
 		return fmt.Errorf("marking ApplicationRevision %s/%s succeeded: %w", rev.Namespace, rev.Name, err)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/statuspatch"
 )
 
 // DefaultInterval is how often the Supervisor looks at the shards.
@@ -156,11 +157,11 @@ func (s *Supervisor) wait(ctx context.Context, key types.NamespacedName, reason,
 		c.Status == metav1.ConditionFalse && c.Reason == reason && c.Message == msg {
 		return nil
 	}
-	before := app.DeepCopy()
+	before := app.Status.DeepCopy()
 	meta.SetStatusCondition(&app.Status.Conditions, metav1.Condition{
 		Type: ConditionScheduled, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: app.Generation,
 	})
-	if err := s.Client.Status().Patch(ctx, app, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := statuspatch.Patch(ctx, s.Client, app, before, &app.Status, true); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil // gone, or its shard wrote it meanwhile: the next pass looks again
 		}
