@@ -64,7 +64,7 @@ components:
 		most   int
 	}{
 		{"the Application is not read back: the finalizer patch answered it", "applications/reads", 0},
-		{"the absent workflow context is read by the first pass only", "configmaps/workflow-reads-context", 1},
+		{"the workflow context is not read: a new run has none, and the passes after remember it absent", "configmaps/workflow-reads-context", 0},
 		{"the revision is read from the observed cache, once it has started", "applicationrevisions/reads-v1", 1},
 		{"the tracker: its create's miss, then the cache or the Keeper's own copy", "resourcetrackers/reads-v1-default", 2},
 	}

@@ -10,16 +10,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/oamflow/oamflow/pkg/appfile"
 )
 
-// TestContextReadOnce: a run whose steps keep nothing reads its (absent)
-// context ConfigMap once, in its first pass, not in every later pass of the
-// same engine; a run whose steps keep something reads it back in the pass
-// after the one that created it, and its inputs get what was kept.
+// TestContextReadOnce: a run whose steps keep nothing never reads its
+// (absent) context ConfigMap: a new run has none, and the later passes of
+// the same engine remember it absent; a run whose steps keep something
+// reads it back in the pass after the one that created it, and its inputs
+// get what was kept.
 func TestContextReadOnce(t *testing.T) {
 	cases := []struct {
 		reason    string
@@ -28,12 +30,12 @@ func TestContextReadOnce(t *testing.T) {
 		wantReads func(t *testing.T, reads int32)
 	}{
 		{
-			reason: "nothing kept: the first pass reads, the next ones know it is absent",
+			reason: "nothing kept: the first pass starts empty, the next ones know it is absent",
 			wf: &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
 				applyStep("one", "a"), applyStep("two", "b"),
 			}},
 			healthyAt: 4,
-			wantReads: func(t *testing.T, reads int32) { assert.Equal(t, int32(1), reads) },
+			wantReads: func(t *testing.T, reads int32) { assert.Equal(t, int32(0), reads) },
 		},
 		{
 			reason: "an output kept: the pass after its creation reads the ConfigMap",
@@ -46,7 +48,7 @@ func TestContextReadOnce(t *testing.T) {
 				}),
 			}},
 			healthyAt: 3,
-			wantReads: func(t *testing.T, reads int32) { assert.GreaterOrEqual(t, reads, int32(2)) },
+			wantReads: func(t *testing.T, reads int32) { assert.GreaterOrEqual(t, reads, int32(1)) },
 		},
 	}
 	for _, tc := range cases {
@@ -77,10 +79,40 @@ func TestContextReadAfterAnotherPass(t *testing.T) {
 
 	h.pass()
 	h.pass()
-	require.Equal(t, int32(1), reads.Load(), "the second pass, given the first's status, does not read")
+	require.Equal(t, int32(0), reads.Load(), "the first pass starts empty; the second, given the first's status, does not read")
 	h.run.Status.Steps[0].Message = "written by another pass"
 	h.pass()
-	assert.Equal(t, int32(2), reads.Load(), "a status this engine did not return: read")
+	assert.Equal(t, int32(1), reads.Load(), "a status this engine did not return: read")
+}
+
+// TestFreshRunReplacesLeftoverContext: a new run (no status) starts from an
+// empty context without reading the ConfigMap (TestContextReadOnce); one
+// left behind (by a pass whose status was never stored, or a deleted
+// namesake) is not in the way: the run's first commit replaces it, and the
+// run goes on.
+func TestFreshRunReplacesLeftoverContext(t *testing.T) {
+	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+		applyStep("producer", "a", func(s *appfile.WorkflowStep) {
+			s.Outputs = oamv1alpha1.StepOutputs{{Name: "img", ValueFrom: "output.data.image"}}
+		}),
+		applyStep("consumer", "b", func(s *appfile.WorkflowStep) {
+			s.Inputs = oamv1alpha1.StepInputs{{From: "img", ParameterKey: "properties.upstream"}}
+		}),
+	}}
+	h := newHarness(t, wf, Options{}, comps("a", "b")...)
+	ctx := context.Background()
+	left := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: ContextName(h.app.Name), Namespace: h.app.Namespace},
+		Data:       map[string]string{"stale": "left by a pass whose status was never stored"},
+	}
+	require.NoError(t, env(t).Client.Create(ctx, left))
+
+	res := h.until(30*time.Second, func(r Result) bool { return r.Status.Finished })
+	assert.Equal(t, "succeeded", string(res.Status.Status), "%+v", res.Status)
+
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, env(t).Client.Get(ctx, client.ObjectKeyFromObject(left), cm))
+	assert.NotContains(t, cm.Data, "stale", "the leftover was replaced by the run's context")
 }
 
 // countContextReads gives h an engine of its own whose reads of h's

@@ -28,6 +28,12 @@ type contextStore struct {
 	// (whatever the create's outcome, it may exist after).
 	creating func()
 
+	// fresh: the pass is a new run's first (Run.Status nil). Its context
+	// is empty whatever the API server holds: a ConfigMap found there was
+	// left by a pass whose status was never stored or by a deleted
+	// namesake, and the run's first commit replaces it.
+	fresh bool
+
 	mu sync.Mutex
 	// absent: the ConfigMap is known not to exist (read NotFound, or its
 	// empty create was skipped) and nothing created it since.
@@ -79,7 +85,17 @@ func (s *contextStore) Create(ctx context.Context, obj client.Object, opts ...cl
 	// Made, made by someone else, or maybe made (a timeout): not known
 	// absent any more.
 	s.setAbsent(false)
-	return s.Client.Create(ctx, obj, opts...)
+	err := s.Client.Create(ctx, obj, opts...)
+	if !s.fresh || !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	left := &corev1.ConfigMap{}
+	if err := s.Client.Get(ctx, s.key, left); err != nil {
+		return err
+	}
+	cm := obj.(*corev1.ConfigMap)
+	cm.ResourceVersion = left.ResourceVersion
+	return s.Client.Update(ctx, cm)
 }
 
 // emptyContext reports whether cm holds nothing: no binary data and only

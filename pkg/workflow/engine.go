@@ -229,7 +229,9 @@ type Run struct {
 	// Plan is the workflow (see PlanOf).
 	Plan Plan
 	// Status is the current status.workflow of this run; nil starts a new
-	// run. A status for another revision must be reset by the caller.
+	// run. A status for another revision must be reset by the caller
+	// (Reset) before it starts a new run: a new run's context ConfigMap is
+	// taken as absent without reading it.
 	Status *common.WorkflowStatus
 	// Templates resolves step types.
 	Templates TemplateSource
@@ -291,6 +293,11 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 	store := &contextStore{Client: e.client, key: client.ObjectKey{Namespace: app.Namespace, Name: ContextName(app.Name)},
 		creating: func() { e.noContext.forget(app.UID) }}
 	switch {
+	case run.Status == nil:
+		// A new run starts from an empty context, not read: Reset
+		// deleted the last run's ConfigMap, and any other is replaced
+		// (contextStore.fresh).
+		store.absent, store.fresh = true, true
 	case Started(run.Status) && e.noContext.absent(app.UID, run.Status):
 		// This engine's last pass of the run ended without the
 		// ConfigMap, and the status is the one that pass returned: not
