@@ -30,7 +30,9 @@ import (
 // patch carries obj's resourceVersion, so the API server refuses it with a
 // Conflict when obj changed since it was read. Nothing is sent when the
 // two statuses marshal alike. On success obj has the resourceVersion (and
-// generation and managedFields) of the answer.
+// generation and managedFields) of the answer, and nothing else of it:
+// the rest of obj is what the caller held, so a later write that depends
+// on its current spec or metadata must read it again.
 func Patch(ctx context.Context, c client.Client, obj client.Object, before, after any, lock bool) error {
 	b, err := json.Marshal(before)
 	if err != nil {

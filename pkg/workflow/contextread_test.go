@@ -88,31 +88,54 @@ func TestContextReadAfterAnotherPass(t *testing.T) {
 // TestFreshRunReplacesLeftoverContext: a new run (no status) starts from an
 // empty context without reading the ConfigMap (TestContextReadOnce); one
 // left behind (by a pass whose status was never stored, or a deleted
-// namesake) is not in the way: the run's first commit replaces it, and the
-// run goes on.
+// namesake) is not in the way: the run's first commit replaces it, in the
+// run's first pass or in a later one that took the ConfigMap as absent
+// because the pass before it ended without one, and the run goes on.
 func TestFreshRunReplacesLeftoverContext(t *testing.T) {
-	wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
-		applyStep("producer", "a", func(s *appfile.WorkflowStep) {
-			s.Outputs = oamv1alpha1.StepOutputs{{Name: "img", ValueFrom: "output.data.image"}}
-		}),
-		applyStep("consumer", "b", func(s *appfile.WorkflowStep) {
-			s.Inputs = oamv1alpha1.StepInputs{{From: "img", ParameterKey: "properties.upstream"}}
-		}),
-	}}
-	h := newHarness(t, wf, Options{}, comps("a", "b")...)
-	ctx := context.Background()
-	left := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: ContextName(h.app.Name), Namespace: h.app.Namespace},
-		Data:       map[string]string{"stale": "left by a pass whose status was never stored"},
+	cases := []struct {
+		reason string
+		// keptAt is the pass whose commit first keeps something.
+		keptAt int
+	}{
+		{reason: "the first pass keeps the producer's output", keptAt: 1},
+		{reason: "the first pass keeps nothing; the second, taking the ConfigMap as absent, keeps the output", keptAt: 2},
 	}
-	require.NoError(t, env(t).Client.Create(ctx, left))
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			wf := &appfile.Workflow{Mode: "StepByStep", SubStepMode: "DAG", Steps: []*appfile.WorkflowStep{
+				applyStep("producer", "a", func(s *appfile.WorkflowStep) {
+					s.Outputs = oamv1alpha1.StepOutputs{{Name: "img", ValueFrom: "output.data.image"}}
+				}),
+				applyStep("consumer", "b", func(s *appfile.WorkflowStep) {
+					s.Inputs = oamv1alpha1.StepInputs{{From: "img", ParameterKey: "properties.upstream"}}
+				}),
+			}}
+			h := newHarness(t, wf, Options{}, comps("a", "b")...)
+			pass := 0
+			h.deployer.healthy = func(comp string) bool { return comp != "a" || pass >= tc.keptAt }
+			ctx := context.Background()
+			left := &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: ContextName(h.app.Name), Namespace: h.app.Namespace},
+				Data:       map[string]string{"stale": "left by a pass whose status was never stored"},
+			}
+			require.NoError(t, env(t).Client.Create(ctx, left))
 
-	res := h.until(30*time.Second, func(r Result) bool { return r.Status.Finished })
-	assert.Equal(t, "succeeded", string(res.Status.Status), "%+v", res.Status)
+			var res Result
+			for pass = 1; pass <= 4 && !res.Status.Finished; pass++ {
+				var err error
+				res, err = h.engine.Execute(ctx, h.run)
+				require.NoError(t, err, "%s: pass %d", tc.reason, pass)
+				st := res.Status
+				h.run.Status = &st
+			}
+			require.True(t, res.Status.Finished, "%s: %+v", tc.reason, res.Status)
+			assert.Equal(t, "succeeded", string(res.Status.Status), "%s: %+v", tc.reason, res.Status)
 
-	cm := &corev1.ConfigMap{}
-	require.NoError(t, env(t).Client.Get(ctx, client.ObjectKeyFromObject(left), cm))
-	assert.NotContains(t, cm.Data, "stale", "the leftover was replaced by the run's context")
+			cm := &corev1.ConfigMap{}
+			require.NoError(t, env(t).Client.Get(ctx, client.ObjectKeyFromObject(left), cm))
+			assert.NotContains(t, cm.Data, "stale", "%s: the leftover was replaced by the run's context", tc.reason)
+		})
+	}
 }
 
 // countContextReads gives h an engine of its own whose reads of h's

@@ -28,11 +28,13 @@ type contextStore struct {
 	// (whatever the create's outcome, it may exist after).
 	creating func()
 
-	// fresh: the pass is a new run's first (Run.Status nil). Its context
-	// is empty whatever the API server holds: a ConfigMap found there was
-	// left by a pass whose status was never stored or by a deleted
-	// namesake, and the run's first commit replaces it.
-	fresh bool
+	// assumed: the ConfigMap was taken as absent without reading it (a new
+	// run's first pass, or a pass after one of this engine's that ended
+	// without it; see Engine.Execute). The run's context is empty whatever
+	// the API server holds: a ConfigMap found there was left by a pass
+	// whose status was never stored or by a deleted namesake, and the
+	// run's first commit replaces it.
+	assumed bool
 
 	mu sync.Mutex
 	// absent: the ConfigMap is known not to exist (read NotFound, or its
@@ -86,7 +88,7 @@ func (s *contextStore) Create(ctx context.Context, obj client.Object, opts ...cl
 	// absent any more.
 	s.setAbsent(false)
 	err := s.Client.Create(ctx, obj, opts...)
-	if !s.fresh || !apierrors.IsAlreadyExists(err) {
+	if !s.assumed || !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	left := &corev1.ConfigMap{}

@@ -296,13 +296,13 @@ func (e *Engine) Execute(ctx context.Context, run Run) (Result, error) {
 	case run.Status == nil:
 		// A new run starts from an empty context, not read: Reset
 		// deleted the last run's ConfigMap, and any other is replaced
-		// (contextStore.fresh).
-		store.absent, store.fresh = true, true
+		// (contextStore.assumed).
+		store.absent, store.assumed = true, true
 	case Started(run.Status) && e.noContext.absent(app.UID, run.Status):
 		// This engine's last pass of the run ended without the
 		// ConfigMap, and the status is the one that pass returned: not
-		// read again.
-		store.absent = true
+		// read again (and any there all the same replaced, as above).
+		store.absent, store.assumed = true, true
 	case Started(run.Status):
 		cm := &corev1.ConfigMap{}
 		err := e.client.Get(ctx, store.key, cm)
