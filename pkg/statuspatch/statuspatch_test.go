@@ -95,8 +95,11 @@ func TestPatch(t *testing.T) {
 		wantWrite, wantConflict bool
 	}{
 		{
-			reason:    "a changed phase and a removed condition are written, nothing else of the status is",
-			change:    func(app *v1beta1.Application) { app.Status.Phase = common.ApplicationRunningWorkflow; app.Status.Conditions = nil },
+			reason: "a changed phase and a removed condition are written, nothing else of the status is",
+			change: func(app *v1beta1.Application) {
+				app.Status.Phase = common.ApplicationRunningWorkflow
+				app.Status.Conditions = nil
+			},
 			lock:      true,
 			wantWrite: true,
 		},
