@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -41,6 +42,55 @@ type Client struct {
 	reader  client.Reader
 	grace   time.Duration
 	now     func() time.Time
+	// ended remembers the releases this Client's own install or upgrade
+	// left pending when it returned an error (a status write Helm could
+	// not make): nobody is working on them, so Ensure recovers them at
+	// once instead of after the grace period.
+	ended *endedOps
+}
+
+// endedOps maps a release (cluster/namespace/name) to the revision an
+// operation of this process left pending.
+type endedOps struct {
+	mu  sync.Mutex
+	rev map[string]int
+}
+
+// maxEnded bounds endedOps: past it, the oldest knowledge is dropped (those
+// releases are recovered after the grace period, as without it).
+const maxEnded = 1024
+
+func (e *endedOps) add(key string, rev int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.rev) >= maxEnded {
+		clear(e.rev)
+	}
+	e.rev[key] = rev
+}
+
+// take reports whether rev of key was left pending by this process, and
+// forgets key.
+func (e *endedOps) take(key string, rev int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r, ok := e.rev[key]
+	delete(e.rev, key)
+	return ok && r == rev
+}
+
+func releaseKey(req helmspec.Request) string {
+	return req.Cluster + "/" + req.Spec.Release.Namespace + "/" + req.Spec.Release.Name
+}
+
+// noteEnded remembers the revision rel (what an install or upgrade that
+// failed returned) of req's release: should the release be pending at that
+// revision, the operation that made it so has ended. Not when ctx ended
+// the operation: Helm may still be working on it.
+func (c *Client) noteEnded(ctx context.Context, req helmspec.Request, rel *release.Release) {
+	if rel != nil && ctx.Err() == nil {
+		c.ended.add(releaseKey(req), rel.Version)
+	}
 }
 
 // ClientOption configures NewClient.
@@ -56,7 +106,7 @@ func WithClock(now func() time.Time) ClientOption { return func(c *Client) { c.n
 
 // NewClient returns a Client.
 func NewClient(factory Factory, charts helmspec.ChartFetcher, reader client.Reader, opts ...ClientOption) *Client {
-	c := &Client{factory: factory, charts: charts, reader: reader, grace: 5 * time.Minute, now: time.Now}
+	c := &Client{factory: factory, charts: charts, reader: reader, grace: 5 * time.Minute, now: time.Now, ended: &endedOps{rev: map[string]int{}}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -173,6 +223,7 @@ func (c *Client) install(ctx context.Context, cfg *action.Configuration, req hel
 			// Helm returns the release it meant to create; it was not stored.
 			return helmspec.Result{}, renderFailed("install", s, d, err)
 		}
+		c.noteEnded(ctx, req, rel)
 		return helmspec.Result{Release: infoOf(rel)}, fmt.Errorf("install release %s/%s (chart %s): %w", s.Release.Namespace, s.Release.Name, d.Chart.Ref, err)
 	}
 	return helmspec.Result{Action: helmspec.ActionInstalled, Release: infoOf(rel)}, nil
@@ -235,6 +286,7 @@ func (c *Client) upgrade(ctx context.Context, cfg *action.Configuration, req hel
 		if renderFailure(err) {
 			return helmspec.Result{}, renderFailed("upgrade", s, d, err)
 		}
+		c.noteEnded(ctx, req, rel)
 		return helmspec.Result{Release: infoOf(rel)}, fmt.Errorf("upgrade release %s/%s (chart %s): %w", s.Release.Namespace, s.Release.Name, d.Chart.Ref, err)
 	}
 	return helmspec.Result{Action: helmspec.ActionUpgraded, Release: infoOf(rel)}, nil
@@ -249,8 +301,10 @@ func (c *Client) upgrade(ctx context.Context, cfg *action.Configuration, req hel
 //     install) or superseded: upgrade; a successful upgrade of a failed
 //     release sets Result.Recovery;
 //   - pending-* younger than the grace period: ActionPending with
-//     ErrOperationInProgress; older: recovered first (see recoverPending),
-//     with Result.Recovery saying what was done.
+//     ErrOperationInProgress; older, or left pending by this Client's own
+//     install or upgrade that returned an error (Helm could not write the
+//     release's final status): recovered first (see recoverPending), with
+//     Result.Recovery saying what was done.
 func (c *Client) Ensure(ctx context.Context, req helmspec.Request) (helmspec.Result, error) {
 	d, err := c.prepare(ctx, req)
 	if err != nil {
@@ -278,7 +332,7 @@ func (c *Client) Ensure(ctx context.Context, req helmspec.Request) (helmspec.Res
 			grace = t
 		}
 		age := c.now().Sub(cur.Info.LastDeployed.Time)
-		if age < grace {
+		if age < grace && !c.ended.take(releaseKey(req), cur.Version) {
 			return helmspec.Result{Action: helmspec.ActionPending, Release: infoOf(cur), RetryAfter: grace - age},
 				fmt.Errorf("release %s/%s is %s (revision %d, %s old; recovery after %s): %w",
 					cur.Namespace, cur.Name, cur.Info.Status, cur.Version, age.Round(time.Second), grace, helmspec.ErrOperationInProgress)

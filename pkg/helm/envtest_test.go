@@ -355,6 +355,69 @@ func TestEnsureRecoversStuckRelease(t *testing.T) {
 	}
 }
 
+// losingDeployed is a release driver refusing, once, the write that
+// records a new revision as deployed after its upgrade (a throttled
+// request), leaving it pending-upgrade as Helm stored it first. Helm's
+// memory driver hands out its stored *Release, whose status Helm has set
+// already: the stored revision is put back to pending-upgrade.
+type losingDeployed struct {
+	driver.Driver
+	lost bool
+}
+
+func (d *losingDeployed) Update(key string, r *release.Release) error {
+	if !d.lost && r.Version > 1 && r.Info.Status == release.StatusDeployed {
+		d.lost = true
+		kept, info := *r, *r.Info
+		info.Status = release.StatusPendingUpgrade
+		kept.Info = &info
+		if err := d.Driver.Update(key, &kept); err != nil {
+			return err
+		}
+		return apierrors.NewTooManyRequests("injected", 1)
+	}
+	return d.Driver.Update(key, r)
+}
+
+// TestEnsureRecoversOwnEndedOperation: an upgrade that returned an error
+// with its release left pending-upgrade (seen in the fault suite, seed
+// 1796288601652238352: 5 minutes to converge) is recovered by the next
+// Ensure of the same Client at once, not after the grace period: its
+// operation has ended. Another Client (another process) still waits.
+func TestEnsureRecoversOwnEndedOperation(t *testing.T) {
+	e := testEnv(t)
+	ns := newNamespace(t, e, "helm-ended")
+	mem := MemoryStorage()
+	lose := &losingDeployed{}
+	factory := NewFactory(SingleCluster(e.Config), WithStorage(func(cluster, namespace string) driver.Driver {
+		lose.Driver = mem(cluster, namespace)
+		return lose
+	}))
+	fetcher := NewFetcher(e.Client, WithChartRoot(filepath.Join(moduleRoot(t), "charts", "testdata")))
+	c := NewClient(factory, fetcher, e.Client)
+	other := NewClient(factory, fetcher, e.Client)
+	mk := func(replicas int) helmspec.Request {
+		return helmspec.Request{Namespace: ns, Spec: spec(t, map[string]any{
+			"chart": map[string]any{"source": "simple"}, "values": map[string]any{"replicaCount": replicas},
+		}, "ended", ns)}
+	}
+	ctx := context.Background()
+	_, err := c.Ensure(ctx, mk(1))
+	require.NoError(t, err)
+	_, err = c.Ensure(ctx, mk(2))
+	require.Error(t, err, "the upgrade's last write is lost")
+	require.True(t, lose.lost)
+
+	res, err := other.Ensure(ctx, mk(2))
+	require.ErrorIs(t, err, helmspec.ErrOperationInProgress, "another process cannot know the operation ended")
+	assert.Equal(t, helmspec.ActionPending, res.Action)
+
+	res, err = c.Ensure(ctx, mk(2))
+	require.NoError(t, err, "the Client whose upgrade ended recovers the release at once")
+	assert.Contains(t, res.Recovery, "stuck in pending-upgrade")
+	assert.Equal(t, "deployed", res.Release.Status)
+}
+
 // droppingSupersede is a release driver losing the first write that
 // marks a revision superseded, as a throttled or conflicting request
 // does (Helm logs that failure and goes on). Helm's memory driver hands
