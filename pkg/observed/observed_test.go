@@ -13,9 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,14 +25,7 @@ import (
 var env *envtest.Environment
 
 func TestMain(m *testing.M) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := v1beta1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	os.Exit(envtest.Main(m, &env, envtest.WithCRDs("charts/oamflow/crds"), envtest.WithScheme(s)))
+	os.Exit(envtest.Main(m, &env, envtest.WithCRDs("charts/oamflow/crds")))
 }
 
 type countingTransport struct {

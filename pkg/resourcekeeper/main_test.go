@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,14 +27,7 @@ import (
 var env *envtest.Environment
 
 func TestMain(m *testing.M) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := v1beta1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	os.Exit(envtest.Main(m, &env, envtest.WithCRDs("charts/oamflow/crds"), envtest.WithScheme(s)))
+	os.Exit(envtest.Main(m, &env, envtest.WithCRDs("charts/oamflow/crds")))
 }
 
 // requestCounter counts the requests a client sends, by kind.

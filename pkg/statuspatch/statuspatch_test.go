@@ -12,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,14 +23,7 @@ import (
 var env *envtest.Environment
 
 func TestMain(m *testing.M) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := v1beta1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	os.Exit(envtest.Main(m, &env, envtest.WithCRDs("charts/oamflow/crds"), envtest.WithScheme(s)))
+	os.Exit(envtest.Main(m, &env, envtest.WithCRDs("charts/oamflow/crds")))
 }
 
 // recorder keeps the requests a client sent.

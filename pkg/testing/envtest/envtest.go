@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 	"github.com/oamflow/oamflow/pkg/localcluster"
 )
 
@@ -42,7 +43,7 @@ type Environment struct {
 	Config *rest.Config
 	// Client is a controller-runtime client using Scheme (no cache).
 	Client client.Client
-	// Scheme holds the client-go types and any added with WithScheme.
+	// Scheme holds the client-go types and oamflow's, or WithScheme's.
 	Scheme *runtime.Scheme
 
 	env *crenvtest.Environment
@@ -64,7 +65,8 @@ func WithCRDs(dirs ...string) Option {
 	return func(o *options) { o.crdDirs = append(o.crdDirs, dirs...) }
 }
 
-// WithScheme makes Client use s instead of a scheme with the client-go types.
+// WithScheme makes Client use s instead of a scheme with the client-go
+// types and oamflow's (core.oam.dev/v1beta1).
 func WithScheme(s *runtime.Scheme) Option {
 	return func(o *options) { o.scheme = s }
 }
@@ -118,6 +120,9 @@ func Start(opts ...Option) (*Environment, error) {
 	if scheme == nil {
 		scheme = runtime.NewScheme()
 		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			return nil, fmt.Errorf("envtest: building scheme: %w", err)
+		}
+		if err := v1beta1.AddToScheme(scheme); err != nil {
 			return nil, fmt.Errorf("envtest: building scheme: %w", err)
 		}
 	}
