@@ -99,6 +99,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/egress"
 	"github.com/oamflow/oamflow/pkg/health"
 	"github.com/oamflow/oamflow/pkg/helm"
+	"github.com/oamflow/oamflow/pkg/leanwrite"
 	"github.com/oamflow/oamflow/pkg/metrics"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/observed"
@@ -432,10 +433,19 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("building the manager: %w", err)
 	}
-	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return fmt.Errorf("building the API client: %w", err)
 	}
+	plain, err := client.New(cfg, client.Options{Scheme: scheme, HTTPClient: httpClient})
+	if err != nil {
+		return fmt.Errorf("building the API client: %w", err)
+	}
+	// The controller's own records are created as sent: their answer is
+	// read as metadata only (package leanwrite).
+	direct := leanwrite.Creating(plain, cfg, httpClient,
+		schema.GroupKind{Group: v1beta1.GroupVersion.Group, Kind: "ApplicationRevision"},
+		schema.GroupKind{Group: v1beta1.GroupVersion.Group, Kind: "ResourceTracker"})
 	// The resync of an Application in its steady state reads its revision,
 	// trackers and deployed objects from the observed-state cache (package
 	// observed); every other read, and every read deciding a write, goes
