@@ -276,7 +276,7 @@ type result struct {
 	// running and at the end (after the resync window); rssPeakKiB is its
 	// VmHWM at the end.
 	cpuStart, cpuRunning, cpuTotal time.Duration
-	rssPeakKiB           int64
+	rssPeakKiB                     int64
 	// anonPeakKiB is the highest anonymous resident memory (RssAnon: the
 	// Go heap, stacks, runtime) seen by sampling every process each
 	// half second, fileKiB its file-backed resident memory then (RssFile:
