@@ -207,6 +207,9 @@ type Reconciler struct {
 	// (WithReachabilityEvents; nil: none).
 	reachability <-chan event.TypedGenericEvent[*corev1.Secret]
 	clock        clock.PassiveClock
+	// hasher computes revision hashes, remembering the canonical JSON of
+	// the definitions' specs across reconciles (the workers share it).
+	hasher *revision.Hasher
 }
 
 // New returns a Reconciler. c reads Applications and definitions (a cached
@@ -235,6 +238,7 @@ func New(c, direct client.Client, recorder record.EventRecorder, wf WorkflowRunn
 		direct:    direct,
 		recorder:  recorder,
 		revisions: revision.NewManager(direct, direct),
+		hasher:    revision.NewHasher(0),
 		workflow:  wf,
 		opts:      opts,
 		validator: ValidatorFn(appfile.Validate),

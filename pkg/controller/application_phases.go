@@ -223,7 +223,7 @@ func (r *Reconciler) revision(ctx context.Context, s *scope) (next, error) {
 	if !s.live {
 		s.rev = s.latest
 	} else {
-		hash, err := revision.Hash(app, s.defs, s.selection)
+		hash, err := r.hasher.Hash(app, s.defs, s.selection)
 		if err != nil {
 			setRevisionCondition(app, "", false, "", err)
 			return proceed, err

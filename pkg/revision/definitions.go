@@ -3,9 +3,11 @@ package revision
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
@@ -20,6 +22,53 @@ type Definitions struct {
 	Traits        map[string]v1beta1.TraitDefinition
 	Policies      map[string]v1beta1.PolicyDefinition
 	WorkflowSteps map[string]v1beta1.WorkflowStepDefinition
+
+	// versions names, by kind and key, the stored object version an entry
+	// was read from (see Add), which the entries' own metadata leaves out.
+	// A Hasher reuses the canonical JSON of an entry's spec only when it
+	// has one.
+	versions map[entryKey]objectVersion
+}
+
+// entryKey is an entry of Definitions: its kind and its key.
+type entryKey struct {
+	kind appfile.DefinitionKind
+	key  string
+}
+
+// objectVersion identifies one stored version of an object, whose content
+// never changes.
+type objectVersion struct {
+	namespace, name, resourceVersion string
+	uid                              types.UID
+}
+
+// version returns the stored version the entry kind/key was read from.
+// ok is false when it was not read from a stored object (see Add), or when
+// the entry's name and namespace are not that object's.
+func (d *Definitions) version(kind appfile.DefinitionKind, key string, meta *metav1.ObjectMeta) (objectVersion, bool) {
+	v, ok := d.versions[entryKey{kind, key}]
+	if !ok || v.namespace != meta.Namespace || v.name != meta.Name {
+		return objectVersion{}, false
+	}
+	return v, true
+}
+
+// remember notes that entry kind/key holds the spec of obj, a stored
+// version, or forgets what it noted for the entry when obj is none: an
+// object without a UID or resourceVersion (made in memory), or one served
+// for a "name@vN" pin (a copy held by a DefinitionRevision, whose metadata
+// is not that of the object it was taken from).
+func (d *Definitions) remember(kind appfile.DefinitionKind, key string, obj client.Object) {
+	k := entryKey{kind, key}
+	if obj.GetUID() == "" || obj.GetResourceVersion() == "" || strings.Contains(key, "@") {
+		delete(d.versions, k)
+		return
+	}
+	if d.versions == nil {
+		d.versions = map[entryKey]objectVersion{}
+	}
+	d.versions[k] = objectVersion{namespace: obj.GetNamespace(), name: obj.GetName(), resourceVersion: obj.GetResourceVersion(), uid: obj.GetUID()}
 }
 
 // Add records obj (a *v1beta1.ComponentDefinition, *TraitDefinition,
@@ -27,6 +76,12 @@ type Definitions struct {
 // and the identifying metadata (name, namespace, labels, annotations) are
 // kept, so that server-set fields never make two snapshots differ. Other
 // object types are an error.
+//
+// Which stored version obj is (UID and resourceVersion) is remembered
+// aside, for Hasher: obj's spec must be the content of that version, as
+// read from the API server or its cache. Entries must only be set with
+// Add: replacing one in the maps directly leaves Hasher the version Add
+// remembered for its key.
 func (d *Definitions) Add(name string, obj client.Object) error {
 	meta := metav1.ObjectMeta{
 		Name:        obj.GetName(),
@@ -40,21 +95,25 @@ func (d *Definitions) Add(name string, obj client.Object) error {
 			d.Components = map[string]v1beta1.ComponentDefinition{}
 		}
 		d.Components[name] = v1beta1.ComponentDefinition{TypeMeta: typeMeta("ComponentDefinition"), ObjectMeta: meta, Spec: *o.Spec.DeepCopy()}
+		d.remember(appfile.KindComponent, name, obj)
 	case *v1beta1.TraitDefinition:
 		if d.Traits == nil {
 			d.Traits = map[string]v1beta1.TraitDefinition{}
 		}
 		d.Traits[name] = v1beta1.TraitDefinition{TypeMeta: typeMeta("TraitDefinition"), ObjectMeta: meta, Spec: *o.Spec.DeepCopy()}
+		d.remember(appfile.KindTrait, name, obj)
 	case *v1beta1.PolicyDefinition:
 		if d.Policies == nil {
 			d.Policies = map[string]v1beta1.PolicyDefinition{}
 		}
 		d.Policies[name] = v1beta1.PolicyDefinition{TypeMeta: typeMeta("PolicyDefinition"), ObjectMeta: meta, Spec: *o.Spec.DeepCopy()}
+		d.remember(appfile.KindPolicy, name, obj)
 	case *v1beta1.WorkflowStepDefinition:
 		if d.WorkflowSteps == nil {
 			d.WorkflowSteps = map[string]v1beta1.WorkflowStepDefinition{}
 		}
 		d.WorkflowSteps[name] = v1beta1.WorkflowStepDefinition{TypeMeta: typeMeta("WorkflowStepDefinition"), ObjectMeta: meta, Spec: *o.Spec.DeepCopy()}
+		d.remember(appfile.KindWorkflowStep, name, obj)
 	default:
 		return fmt.Errorf("definition %q: %T is not a definition type", name, obj)
 	}
