@@ -47,6 +47,7 @@ import (
 	"github.com/oamflow/oamflow/pkg/cuex"
 	"github.com/oamflow/oamflow/pkg/errclass"
 	"github.com/oamflow/oamflow/pkg/health"
+	"github.com/oamflow/oamflow/pkg/leanwrite"
 	"github.com/oamflow/oamflow/pkg/multicluster"
 	"github.com/oamflow/oamflow/pkg/observed"
 	"github.com/oamflow/oamflow/pkg/placement"
@@ -54,7 +55,6 @@ import (
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 	"github.com/oamflow/oamflow/pkg/revision"
 	"github.com/oamflow/oamflow/pkg/sharding"
-	"github.com/oamflow/oamflow/pkg/statuspatch"
 	"github.com/oamflow/oamflow/pkg/tenancy"
 )
 
@@ -671,7 +671,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if s.before == nil || equality.Semantic.DeepEqual(s.before.Status, s.app.Status) {
 		return nil
 	}
-	if err := statuspatch.Patch(ctx, r.client, s.app, s.before.Status, s.app.Status, true); err != nil {
+	if err := leanwrite.PatchStatus(ctx, r.client, s.app, s.before.Status, s.app.Status, true); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/leanwrite"
 	"github.com/oamflow/oamflow/pkg/resourcekeeper"
-	"github.com/oamflow/oamflow/pkg/statuspatch"
 )
 
 // reconcileDelete deletes everything the Application deployed (or, with
@@ -46,7 +46,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, app *v1beta1.Applicati
 		app.Status.Phase = common.ApplicationDeleting
 		setCondition(app, common.ConditionReady, false, common.ReasonDeleting, what)
 		r.recorder.Event(app, "Normal", phaseReason(common.ApplicationDeleting), what)
-		if err := statuspatch.Patch(ctx, r.client, app, before, &app.Status, false); err != nil && !apierrors.IsNotFound(err) {
+		if err := leanwrite.PatchStatus(ctx, r.client, app, before, &app.Status, false); err != nil && !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, fmt.Errorf("patching status of %s/%s: %w", app.Namespace, app.Name, err)
 		}
 	}
@@ -112,7 +112,7 @@ func (r *Reconciler) reportDeleteFailure(ctx context.Context, app *v1beta1.Appli
 	before := app.Status.DeepCopy()
 	setCondition(app, common.ConditionReady, false, common.ReasonDeleting, msg)
 	r.recorder.Event(app, "Warning", common.ReasonDeleting, msg)
-	if perr := statuspatch.Patch(ctx, r.client, app, before, &app.Status, false); perr != nil && !apierrors.IsNotFound(perr) {
+	if perr := leanwrite.PatchStatus(ctx, r.client, app, before, &app.Status, false); perr != nil && !apierrors.IsNotFound(perr) {
 		ctrl.LoggerFrom(ctx).Error(perr, "patching status after a failed deletion")
 	}
 }

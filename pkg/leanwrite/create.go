@@ -1,14 +1,3 @@
-// Package leanwrite makes the controller's writes of its own records
-// (ApplicationRevisions, ResourceTrackers) without reading back what it
-// already holds.
-//
-// controller-runtime's client decodes the API server's answer to a create
-// into the object written: for an ApplicationRevision, which carries every
-// definition its Application was parsed against (tens of KiB of JSON),
-// that decode is most of what a create costs the controller, and all of it
-// garbage at once, for a few metadata fields it did not know before
-// (uid, resourceVersion, creationTimestamp, generated name). Creating
-// asks the API server for its answer as PartialObjectMetadata instead.
 package leanwrite
 
 import (

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
+	"github.com/oamflow/oamflow/pkg/leanwrite"
 	"github.com/oamflow/oamflow/pkg/placement"
-	"github.com/oamflow/oamflow/pkg/statuspatch"
 )
 
 // DefaultLimit is how many revisions of an Application are kept when
@@ -222,7 +222,7 @@ func (m *Manager) MarkSucceeded(ctx context.Context, rev *v1beta1.ApplicationRev
 	base := *rev.Status.DeepCopy()
 	rev.Status.Succeeded = true
 	rev.Status.WorkflowFinishedAt = &at
-	if err := statuspatch.Patch(ctx, m.writer, rev, base, rev.Status, false); err != nil {
+	if err := leanwrite.PatchStatus(ctx, m.writer, rev, base, rev.Status, false); err != nil {
 		return fmt.Errorf("marking ApplicationRevision %s/%s succeeded: %w", rev.Namespace, rev.Name, err)
 	}
 	return nil

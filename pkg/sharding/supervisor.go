@@ -16,7 +16,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
-	"github.com/oamflow/oamflow/pkg/statuspatch"
+	"github.com/oamflow/oamflow/pkg/leanwrite"
 )
 
 // DefaultInterval is how often the Supervisor looks at the shards.
@@ -161,7 +161,7 @@ func (s *Supervisor) wait(ctx context.Context, key types.NamespacedName, reason,
 	meta.SetStatusCondition(&app.Status.Conditions, metav1.Condition{
 		Type: ConditionScheduled, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: app.Generation,
 	})
-	if err := statuspatch.Patch(ctx, s.Client, app, before, &app.Status, true); err != nil {
+	if err := leanwrite.PatchStatus(ctx, s.Client, app, before, &app.Status, true); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil // gone, or its shard wrote it meanwhile: the next pass looks again
 		}

@@ -1,17 +1,4 @@
-// Package statuspatch writes the status of an oamflow record as a JSON
-// merge patch made from the status alone, and reads back only the
-// record's metadata.
-//
-// controller-runtime's MergeFrom marshals the whole object twice (before
-// and after) to diff them, and the API server's answer, the whole object
-// again, is decoded into it. For an ApplicationRevision (every definition
-// it was parsed against) or an Application that is most of the CPU a
-// status write costs the controller, for a few changed fields. Here only
-// the two statuses are marshalled and compared, and the answer is asked
-// for as PartialObjectMetadata (the metadata client): the status written
-// is the one the caller holds, and the resourceVersion and generation the
-// API server answered are set on the object.
-package statuspatch
+package leanwrite
 
 import (
 	"context"
@@ -25,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// Patch writes the change from before to after (obj's status, before and
+// PatchStatus writes the change from before to after (obj's status, before and
 // after the caller changed it) to obj's status subresource. With lock the
 // patch carries obj's resourceVersion, so the API server refuses it with a
 // Conflict when obj changed since it was read. Nothing is sent when the
@@ -33,7 +20,7 @@ import (
 // generation and managedFields) of the answer, and nothing else of it:
 // the rest of obj is what the caller held, so a later write that depends
 // on its current spec or metadata must read it again.
-func Patch(ctx context.Context, c client.Client, obj client.Object, before, after any, lock bool) error {
+func PatchStatus(ctx context.Context, c client.Client, obj client.Object, before, after any, lock bool) error {
 	b, err := json.Marshal(before)
 	if err != nil {
 		return fmt.Errorf("encoding the status: %w", err)

@@ -1,11 +1,9 @@
-package statuspatch
+package leanwrite
 
 import (
 	"context"
 	"net/http"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,52 +15,16 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
-	"github.com/oamflow/oamflow/pkg/testing/envtest"
 )
 
-var env *envtest.Environment
-
-func TestMain(m *testing.M) {
-	os.Exit(envtest.Main(m, &env, envtest.WithCRDs("charts/oamflow/crds")))
-}
-
-// recorder keeps the requests a client sent.
-type recorder struct {
-	mu   sync.Mutex
-	reqs []*http.Request
-	next http.RoundTripper
-}
-
-func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	r.mu.Lock()
-	r.reqs = append(r.reqs, req)
-	r.mu.Unlock()
-	return r.next.RoundTrip(req)
-}
-
-// take returns the writes recorded since the last take (discovery's reads
-// left out).
-func (r *recorder) take() []*http.Request {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []*http.Request
-	for _, req := range r.reqs {
-		if req.Method != http.MethodGet {
-			out = append(out, req)
-		}
-	}
-	r.reqs = nil
-	return out
-}
-
-func TestPatch(t *testing.T) {
+func TestPatchStatus(t *testing.T) {
 	ctx := context.Background()
 	rec := &recorder{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { rec.next = rt; return rec })
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "statuspatch-"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "leanwrite-status-"}}
 	require.NoError(t, env.Client.Create(ctx, ns))
 
 	// newApp returns an Application as read from the API server, with a
@@ -126,7 +88,7 @@ func TestPatch(t *testing.T) {
 			tc.change(app)
 			rv := app.ResourceVersion
 			rec.take()
-			err := Patch(ctx, c, app, before, &app.Status, tc.lock)
+			err := PatchStatus(ctx, c, app, before, &app.Status, tc.lock)
 			reqs := rec.take()
 			if !tc.wantWrite {
 				require.NoError(t, err, tc.reason)
@@ -134,9 +96,9 @@ func TestPatch(t *testing.T) {
 				return
 			}
 			require.Len(t, reqs, 1, tc.reason)
-			require.Equal(t, http.MethodPatch, reqs[0].Method, tc.reason)
-			require.True(t, strings.HasSuffix(reqs[0].URL.Path, "/status"), "%s: %s", tc.reason, reqs[0].URL.Path)
-			require.Contains(t, reqs[0].Header.Get("Accept"), "as=PartialObjectMetadata", "%s: the answer is the metadata only", tc.reason)
+			require.Equal(t, http.MethodPatch, reqs[0].req.Method, tc.reason)
+			require.True(t, strings.HasSuffix(reqs[0].req.URL.Path, "/status"), "%s: %s", tc.reason, reqs[0].req.URL.Path)
+			require.Contains(t, reqs[0].req.Header.Get("Accept"), "as=PartialObjectMetadata", "%s: the answer is the metadata only", tc.reason)
 			if tc.wantConflict {
 				require.True(t, apierrors.IsConflict(err), "%s: %v", tc.reason, err)
 				require.Equal(t, rv, app.ResourceVersion, tc.reason)
