@@ -45,6 +45,10 @@
 //     renders and status evaluations, each keyed by the parts of context
 //     its CUE reads; a resync renders and evaluates nothing it did
 //     before).
+//   - Revision hashes: the canonical JSON of the spec of each definition
+//     version read (revision.Hasher, one per controller, at most
+//     revision.DefaultHasherSize definitions), so that hashing an
+//     Application's revision does not encode every template again.
 //   - Helm chart archives fetched for Applications, by digest, up to
 //     --chart-cache-bytes (32 MiB).
 //
@@ -360,6 +364,13 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	log := ctrl.Log.WithName("setup")
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = float32(o.QPS), o.Burst
+	if cfg.UserAgent == "" {
+		// The controller's identity in the API server's audit log and its
+		// default field manager: set here, once, because the HTTP client
+		// shared below (rest.HTTPClientFor) puts it on every request, and
+		// a client given that HTTP client does not.
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
 	var registryOpts []multicluster.Option
 	if o.WrapTransport != nil {
 		cfg.Wrap(o.WrapTransport)
