@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // metadataAnswer is the Accept header asking for the answer's metadata
@@ -33,8 +34,17 @@ const metadataAnswer = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;
 // so objects created must carry none. Every other call goes to c.
 //
 // cfg and httpClient are those c was built from (the requests share its
-// connections).
+// connections, and so its User-Agent, which httpClient sets when cfg has
+// one); without a warning handler in cfg, warnings are logged as c logs
+// them, each once.
 func Creating(c client.Client, cfg *rest.Config, httpClient *http.Client, kinds ...schema.GroupKind) client.Client {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.WarningHandler == nil {
+		// The API server's warnings are logged once each, as c (a
+		// controller-runtime client) logs them, not once per create.
+		cfg.WarningHandler = log.NewKubeAPIWarningLogger(log.Log.WithName("KubeAPIWarningLogger"),
+			log.KubeAPIWarningLoggerOptions{Deduplicate: true})
+	}
 	set := make(map[schema.GroupKind]bool, len(kinds))
 	for _, k := range kinds {
 		set[k] = true

@@ -173,3 +173,63 @@ func TestCreating(t *testing.T) {
 		})
 	}
 }
+
+// warnings keeps the warnings a handler was given.
+type warnings struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = append(w.seen, text)
+}
+
+func (w *warnings) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.seen)
+}
+
+// The API server warns creating a revision (its embedded metadata carry
+// creationTimestamp: null, which the schema drops). Creating hands
+// warnings to the config's handler; without one, it logs them as the
+// controller-runtime client does (each once), never through client-go's
+// process-wide default, which logs every one.
+func TestCreatingWarnings(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "leanwrite-warn-"}}
+	require.NoError(t, env.Client.Create(ctx, ns))
+	kind := schema.GroupKind{Group: v1beta1.GroupVersion.Group, Kind: "ApplicationRevision"}
+	creating := func(t *testing.T, cfg *rest.Config) client.Client {
+		hc, err := rest.HTTPClientFor(cfg)
+		require.NoError(t, err)
+		plain, err := client.New(cfg, client.Options{Scheme: env.Scheme, HTTPClient: hc})
+		require.NoError(t, err)
+		return Creating(plain, cfg, hc, kind)
+	}
+	revision := func(name string) *v1beta1.ApplicationRevision {
+		return &v1beta1.ApplicationRevision{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name},
+			Spec: v1beta1.ApplicationRevisionSpec{Application: v1beta1.Application{
+				ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns.Name},
+				Spec:       v1beta1.ApplicationSpec{Components: []common.ApplicationComponent{{Name: "web", Type: "webservice"}}},
+			}}}
+	}
+	defaults := &warnings{}
+	rest.SetDefaultWarningHandler(defaults)
+	defer rest.SetDefaultWarningHandler(rest.WarningLogger{})
+
+	given := &warnings{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = given
+	require.NoError(t, creating(t, cfg).Create(ctx, revision("given-v1")))
+	require.NotZero(t, given.count(), "the config's handler gets the warnings")
+
+	cfg = rest.CopyConfig(env.Config)
+	cfg.WarningHandler = nil
+	c := creating(t, cfg)
+	require.NoError(t, c.Create(ctx, revision("logged-v1")))
+	require.NoError(t, c.Create(ctx, revision("logged-v2")))
+	require.Zero(t, defaults.count(), "client-go's default handler got %v", defaults.seen)
+}
