@@ -12,6 +12,7 @@ package revision
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -86,12 +87,14 @@ func Snapshot(app *v1beta1.Application, defs Definitions, n int64, hash string) 
 				Controller: ptr.To(true),
 			}},
 		},
+		// The maps are the revision's own: defs may be a Recorder's, which
+		// a later parse of the same reconcile adds to.
 		Spec: v1beta1.ApplicationRevisionSpec{
 			Application:             snap,
-			ComponentDefinitions:    defs.Components,
-			TraitDefinitions:        defs.Traits,
-			PolicyDefinitions:       defs.Policies,
-			WorkflowStepDefinitions: defs.WorkflowSteps,
+			ComponentDefinitions:    maps.Clone(defs.Components),
+			TraitDefinitions:        maps.Clone(defs.Traits),
+			PolicyDefinitions:       maps.Clone(defs.Policies),
+			WorkflowStepDefinitions: maps.Clone(defs.WorkflowSteps),
 		},
 	}
 	sharding.Propagate(app, rev)
