@@ -46,8 +46,9 @@
 //     its CUE reads; a resync renders and evaluates nothing it did
 //     before).
 //   - Revision hashes: the canonical JSON of the spec of each definition
-//     version read (revision.Hasher, one per controller, at most
-//     revision.DefaultHasherSize definitions), so that hashing an
+//     read (revision.Hasher, one per controller: the latest version of
+//     each, at most revision.DefaultHasherSize definitions, about each
+//     spec's JSON, a few to tens of KiB), so that hashing an
 //     Application's revision does not encode every template again.
 //   - Helm chart archives fetched for Applications, by digest, up to
 //     --chart-cache-bytes (32 MiB).
