@@ -606,7 +606,11 @@ func (r *Reconciler) keepState(ctx context.Context, s *scope) (next, error) {
 
 // checkHealth refreshes status.appliedResources when something was
 // applied or collected, and judges the health of every service (except in
-// the reconcile whose run just finished: its steps judged it).
+// the reconcile whose run just finished: its steps judged it). Without a
+// tracker of the current revision (none yet, or lost and not rebuilt yet)
+// the status keeps what it says: it is what bounds the rebuild of a lost
+// tracker (resourcekeeper's rebuildLost), which a failed collection
+// retries.
 func (r *Reconciler) checkHealth(ctx context.Context, s *scope) (next, error) {
 	app := s.app
 	if s.run.applied || s.run.finished || s.ready.gcErr != nil || app.Status.AppliedResources == nil {
@@ -614,7 +618,9 @@ func (r *Reconciler) checkHealth(ctx context.Context, s *scope) (next, error) {
 		if err != nil {
 			return proceed, err
 		}
-		app.Status.AppliedResources = refs
+		if refs != nil {
+			app.Status.AppliedResources = refs
+		}
 	}
 	if app.Status.Placement == nil {
 		// Deployed before status.placement was kept.

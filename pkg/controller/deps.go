@@ -75,6 +75,8 @@ type Keeper interface {
 	// Delete rebuilt from the live objects ("" when none).
 	RebuiltTracker() string
 	StateKeep(ctx context.Context) error
+	// AppliedResources lists what the current revision's tracker lists;
+	// nil when there is no such tracker.
 	AppliedResources(ctx context.Context) ([]common.ClusterObjectReference, error)
 	CheckTrackers(ctx context.Context) error
 	// Reader wraps r (reading cluster) to answer a read of an object

@@ -73,7 +73,8 @@ func (k *Keeper) keepOne(ctx context.Context, e v1beta1.ManagedResource) error {
 }
 
 // AppliedResources lists the objects the current revision tracks, in the
-// order they were first applied (for status.appliedResources).
+// order they were first applied (for status.appliedResources): empty, not
+// nil, when its tracker lists none; nil when it has no tracker.
 func (k *Keeper) AppliedResources(ctx context.Context) ([]common.ClusterObjectReference, error) {
 	hub, err := k.hub(ctx)
 	if err != nil {
