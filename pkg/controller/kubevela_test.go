@@ -279,6 +279,19 @@ func TestUndecodableKubeVelaTracker(t *testing.T) {
 	require.NoError(t, c.Delete(ctx, bad))
 }
 
+// wrappedKeepers makes the real Keeper of each revision, on the hub of
+// the test's API server, and hands it to wrap.
+func wrappedKeepers(t *testing.T, wrap func(Keeper) Keeper) KeeperFactory {
+	return KeeperFactoryFn(func(app *v1beta1.Application, n int64, p resourcekeeper.Policies) (Keeper, error) {
+		c := env(t).Client
+		k, err := resourcekeeper.New(app, n, resourcekeeper.Options{Clients: multicluster.HubOnly{Hub: c}, Trackers: c, Policies: p})
+		if err != nil {
+			return nil, err
+		}
+		return wrap(k), nil
+	})
+}
+
 // flakyKeeper fails Apply of objects named fail while failing is set.
 type flakyKeeper struct {
 	Keeper
@@ -300,14 +313,7 @@ func (k *flakyKeeper) Apply(ctx context.Context, cluster string, objs []*unstruc
 // reconcile starts over and finishes, re-creating nothing.
 func TestInterruptedAdoptionResumes(t *testing.T) {
 	var failing atomic.Bool
-	keepers := KeeperFactoryFn(func(app *v1beta1.Application, n int64, p resourcekeeper.Policies) (Keeper, error) {
-		c := env(t).Client
-		k, err := resourcekeeper.New(app, n, resourcekeeper.Options{Clients: multicluster.HubOnly{Hub: c}, Trackers: c, Policies: p})
-		if err != nil {
-			return nil, err
-		}
-		return &flakyKeeper{Keeper: k, failing: &failing, fail: "worker"}, nil
-	})
+	keepers := wrappedKeepers(t, func(k Keeper) Keeper { return &flakyKeeper{Keeper: k, failing: &failing, fail: "worker"} })
 	h := newHarness(t, harnessOpt{with: []Option{WithKeepers(keepers)}})
 	app := h.app("midway", exampleApp)
 	h.until(app, true, 60*time.Second, phaseIs(common.ApplicationRunning))

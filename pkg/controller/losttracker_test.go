@@ -12,8 +12,6 @@ import (
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
 	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
-	"github.com/oamflow/oamflow/pkg/multicluster"
-	"github.com/oamflow/oamflow/pkg/resourcekeeper"
 )
 
 // failingGCKeeper fails GarbageCollect (as rebuilding a lost tracker
@@ -39,14 +37,7 @@ func (k *failingGCKeeper) GarbageCollect(ctx context.Context) (bool, error) {
 // while app-2's trackers were deleted.)
 func TestLostTrackerRebuiltAfterAFailedRebuild(t *testing.T) {
 	var failing atomic.Bool
-	keepers := KeeperFactoryFn(func(app *v1beta1.Application, n int64, p resourcekeeper.Policies) (Keeper, error) {
-		c := env(t).Client
-		k, err := resourcekeeper.New(app, n, resourcekeeper.Options{Clients: multicluster.HubOnly{Hub: c}, Trackers: c, Policies: p})
-		if err != nil {
-			return nil, err
-		}
-		return &failingGCKeeper{Keeper: k, failing: &failing}, nil
-	})
+	keepers := wrappedKeepers(t, func(k Keeper) Keeper { return &failingGCKeeper{Keeper: k, failing: &failing} })
 	h := newHarness(t, harnessOpt{with: []Option{WithKeepers(keepers)}})
 	app := h.app("lostrt", exampleApp)
 	running := h.until(app, true, 60*time.Second, phaseIs(common.ApplicationRunning))
