@@ -7,7 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"unicode/utf8"
 
@@ -276,22 +277,13 @@ func writeSpecs[T any](w *errWriter, h *Hasher, member string, kind appfile.Defi
 	if len(in) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(in))
-	for k := range in {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	w.str(member)
 	w.str("{")
-	for i, k := range keys {
+	for i, k := range slices.Sorted(maps.Keys(in)) {
 		if i > 0 {
 			w.str(",")
 		}
-		kb, err := json.Marshal(k)
-		if err != nil {
-			return fmt.Errorf("encoding revision content: %w", err)
-		}
-		w.bytes(kb)
+		w.bytes(canonicalKey(k))
 		w.str(":")
 		d := in[k]
 		meta, spec := parts(&d)
@@ -383,21 +375,23 @@ func canonicalJSON(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// canonicalKey is an object member's key as canonical JSON writes it,
+// whole documents (writeCanonical) and documents assembled from parts
+// (writeSpecs) alike: members in sorted key order, each key a JSON string.
+func canonicalKey(k string) []byte {
+	b, _ := json.Marshal(k) // a string always encodes
+	return b
+}
+
 func writeCanonical(buf *bytes.Buffer, v any) {
 	switch t := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		buf.WriteByte('{')
-		for i, k := range keys {
+		for i, k := range slices.Sorted(maps.Keys(t)) {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			kb, _ := json.Marshal(k)
-			buf.Write(kb)
+			buf.Write(canonicalKey(k))
 			buf.WriteByte(':')
 			writeCanonical(buf, t[k])
 		}
