@@ -28,6 +28,8 @@ func main() {
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod, "resync period")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "metrics address")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "probe address")
+	fs.BoolVar(&o.Webhook.Enabled, "webhook", o.Webhook.Enabled, "serve the admission webhooks (registered on a URL, as the binary does outside a cluster)")
+	fs.IntVar(&o.RevisionLimit, "application-revision-limit", o.RevisionLimit, "ApplicationRevisions kept per Application")
 	pprofAddr := fs.String("pprof-bind-address", "127.0.0.1:6060", "address of /debug/pprof")
 	_ = fs.Parse(os.Args[1:])
 	logger := zap.New()
