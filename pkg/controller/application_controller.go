@@ -87,6 +87,11 @@ type Options struct {
 	// running (cuex.WithAbandoned; shared with the webhook by the manager;
 	// nil: each worker's engine counts its own).
 	Abandoned *cuex.Abandoned
+	// Memo keeps the results of the workers' CUE evaluations
+	// (cuex.WithMemo; shared with the webhook by the manager, so that an
+	// Application's first reconcile finds what its admission evaluated;
+	// nil: the workers share one of their own).
+	Memo *cuex.Memo
 	// Tenancy says who the controller acts as for each Application and
 	// where it may act (package tenancy); the zero value is single-tenant
 	// mode, as before tenancy existed.
@@ -198,7 +203,7 @@ type Reconciler struct {
 	health        HealthChecker
 	clients       multicluster.ClusterClients
 	resolver      placement.Resolver
-	engines       chan *cuex.Engine
+	engines       *cuex.Pool
 	metrics       Metrics
 	// fleet is the cache of cluster Secrets watched for registry changes
 	// (WithFleetEvents; nil: none).
@@ -266,11 +271,11 @@ func New(c, direct client.Client, recorder record.EventRecorder, wf WorkflowRunn
 	// The workers' Engines share one bounded memo of results (a resync
 	// finds what any worker rendered before) and forget their CUE graphs
 	// after each reconcile (see cuex.Engine.Forget).
-	memo := cuex.NewMemo(0)
-	r.engines = make(chan *cuex.Engine, opts.Concurrency)
-	for i := 0; i < opts.Concurrency; i++ {
-		r.engines <- cuex.NewEngine(cuex.WithAbandoned(opts.Abandoned), cuex.WithMemo(memo))
+	memo := opts.Memo
+	if memo == nil {
+		memo = cuex.NewMemo(0)
 	}
+	r.engines = cuex.NewPool(opts.Concurrency, cuex.WithAbandoned(opts.Abandoned), cuex.WithMemo(memo))
 	return r
 }
 
@@ -552,11 +557,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		c := sharding.Running(r.opts.Shard)
 		setCondition(app, c.Type, true, c.Reason, c.Message)
 	}
-	s.engine = <-r.engines
-	defer func() {
-		s.engine.Forget()
-		r.engines <- s.engine
-	}()
+	engine, err := r.engines.Get(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.engine = engine
+	defer r.engines.Put(engine)
 	ctx = appfile.WithEngine(ctx, s.engine)
 	ctx = appfile.WithBudgets(ctx, r.opts.Budgets)
 
@@ -571,7 +577,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		res, retErr = r.finish(ctx, s, start, retErr)
 	}()
-	nx, err := r.runPhases(ctx, s)
+	nx, err = r.runPhases(ctx, s)
 	if nx == reread {
 		return ctrl.Result{Requeue: true}, nil
 	}

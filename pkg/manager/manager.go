@@ -36,11 +36,13 @@
 //     again (its health check takes the apply's answer), and a running
 //     workflow with no context ConfigMap is remembered as such (one flag
 //     per running workflow), so its later passes do not read it.
-//   - CUE: one Engine per worker (--concurrent-reconciles). Each keeps its
+//   - CUE: one Engine per worker (--concurrent-reconciles) and, with the
+//     webhook, one per CPU (at most as many as workers) lent to admission
+//     reviews (cuex.Pool). Each keeps its
 //     compiled templates (one per definition content) and, during one
-//     reconcile only, the CUE graphs it evaluated (cuex.Engine.Forget drops
+//     reconcile or review only, the CUE graphs it evaluated (cuex.Engine.Forget drops
 //     them when the worker is done: they are hundreds of KiB each). The
-//     workers share one memo of evaluation results (cuex.Memo,
+//     workers and the webhook share one memo of evaluation results (cuex.Memo,
 //     cuex.DefaultMemoEntries results, about twelve per Application:
 //     renders and status evaluations, each keyed by the parts of context
 //     its CUE reads; a resync renders and evaluates nothing it did
@@ -74,6 +76,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	goruntime "runtime"
 	"strconv"
 	"time"
 
@@ -548,6 +551,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	// CUE cannot be interrupted: the workers and the webhook together let
 	// at most cuex.DefaultMaxAbandoned timed-out evaluations run on.
 	abandoned := cuex.NewAbandoned(0)
+	// The workers and the webhook remember CUE results in one memo: an
+	// Application's first reconcile finds what its admission evaluated.
+	memo := cuex.NewMemo(0)
 	recorder := mgr.GetEventRecorderFor("oamflow-controller")
 	releases := resourcekeeper.NewHelmReleases(timed, resourcekeeper.WithReleaseEvents(recorder, mgr.GetClient()))
 	r := controller.New(mgr.GetClient(), own, recorder, engine, o.SystemNamespace, builtins,
@@ -559,6 +565,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 			Concurrency:             o.Concurrency,
 			Budgets:                 o.Budgets,
 			Abandoned:               abandoned,
+			Memo:                    memo,
 			Tenancy:                 o.Tenancy,
 			Shard:                   shardName(shard),
 		},
@@ -593,7 +600,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		sources := oamwebhook.SourceFactoryFn(func(ns string) appfile.DefinitionSource {
 			return appfile.Chain(appfile.NewClusterSource(mgr.GetClient(), ns, o.SystemNamespace), builtins)
 		})
-		if err := setupWebhook(ctx, mgr, direct, certs, sources, clusters, abandoned, scheduler, o); err != nil {
+		// Admission reviews borrow Engines that keep their compiled
+		// templates: as many as can run at once (the CPUs, at most the
+		// workers' count).
+		engines := cuex.NewPool(min(goruntime.GOMAXPROCS(0), o.Concurrency), cuex.WithAbandoned(abandoned), cuex.WithMemo(memo))
+		if err := setupWebhook(ctx, mgr, direct, certs, sources, clusters, engines, scheduler, o); err != nil {
 			return err
 		}
 	}

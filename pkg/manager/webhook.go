@@ -33,12 +33,12 @@ import (
 // registration waits until the webhook server answers; renewal, restoring
 // a registration that was deleted or changed, and the removal of a URL
 // registration on shutdown run with the manager.
-func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, certs *oamwebhook.CertHolder, sources oamwebhook.SourceFactory, topologies appfile.Clusters, abandoned *cuex.Abandoned, scheduler *sharding.Scheduler, o Options) error {
+func setupWebhook(ctx context.Context, mgr ctrl.Manager, direct client.Client, certs *oamwebhook.CertHolder, sources oamwebhook.SourceFactory, topologies appfile.Clusters, engines *cuex.Pool, scheduler *sharding.Scheduler, o Options) error {
 	w := o.Webhook
 	srv := mgr.GetWebhookServer()
 	apps := oamwebhook.NewApplicationValidator(sources, topologies)
 	apps.Budgets = o.Budgets
-	apps.Abandoned = abandoned
+	apps.Engines = engines
 	apps.Identity = &oamwebhook.IdentityChecker{Tenancy: o.Tenancy, Reviews: direct}
 	srv.Register(oamwebhook.ApplicationPath, &admission.Webhook{Handler: apps})
 	srv.Register(oamwebhook.DefinitionPath, &admission.Webhook{Handler: oamwebhook.NewDefinitionValidator()})

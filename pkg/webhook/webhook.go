@@ -65,10 +65,12 @@ type ApplicationValidator struct {
 	Topologies appfile.Clusters
 	// Budgets bound each Application (appfile.Budgets; zero: the defaults).
 	Budgets appfile.Budgets
-	// Abandoned, when set, is shared by the engines reviews evaluate with
-	// (cuex.WithAbandoned): the controller's count of timed-out
-	// evaluations still running.
-	Abandoned *cuex.Abandoned
+	// Engines, when set, lends each review the CUE Engine it evaluates
+	// with; the manager's pool shares the controller's memo of results
+	// and count of timed-out evaluations, and its Engines keep what they
+	// compiled between reviews. Nil: each review compiles every template
+	// it uses afresh.
+	Engines *cuex.Pool
 	// Identity, when set, checks who the Application would act as
 	// (package tenancy) against the user writing it.
 	Identity *IdentityChecker
@@ -102,8 +104,13 @@ func (v *ApplicationValidator) Handle(ctx context.Context, req admission.Request
 		app.Namespace = req.Namespace
 	}
 	ctx = appfile.WithBudgets(ctx, v.Budgets)
-	if v.Abandoned != nil {
-		ctx = appfile.WithEngine(ctx, cuex.NewEngine(cuex.WithAbandoned(v.Abandoned)))
+	if v.Engines != nil {
+		engine, err := v.Engines.Get(ctx)
+		if err != nil {
+			return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("waiting for a CUE engine to validate the Application: %w", err))
+		}
+		defer v.Engines.Put(engine)
+		ctx = appfile.WithEngine(ctx, engine)
 	}
 	var old *v1beta1.Application
 	if req.Operation == admissionv1.Update {

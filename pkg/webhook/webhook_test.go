@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -162,7 +164,7 @@ func TestValidateDefinition(t *testing.T) {
 }
 
 // review builds an admission request for obj (and old, on update).
-func review(t *testing.T, op admissionv1.Operation, obj, old runtime.Object) admission.Request {
+func review(t testing.TB, op admissionv1.Operation, obj, old runtime.Object) admission.Request {
 	t.Helper()
 	raw := func(o runtime.Object) runtime.RawExtension {
 		if o == nil {
@@ -181,15 +183,7 @@ func TestApplicationValidator(t *testing.T) {
 	builtins, err := appfile.NewFSSource(definitions.FS, ".")
 	require.NoError(t, err)
 	v := NewApplicationValidator(SourceFactoryFn(func(string) appfile.DefinitionSource { return builtins }), nil)
-	app := func(props string) *v1beta1.Application {
-		a := &v1beta1.Application{
-			TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String(), Kind: "Application"},
-			ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default"},
-		}
-		a.Spec.Components = []common.ApplicationComponent{{Name: "web", Type: "webservice", Properties: &runtime.RawExtension{Raw: []byte(props)}}}
-		return a
-	}
-	good, bad := app(`{"image":"nginx"}`), app(`{"image":42}`)
+	good, bad := webApp(`{"image":"nginx"}`), webApp(`{"image":42}`)
 	deleting := bad.DeepCopy()
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	relabelled := bad.DeepCopy()
@@ -279,4 +273,64 @@ func TestImmutableProperties(t *testing.T) {
 	}
 	resp := v.Handle(context.Background(), review(t, admissionv1.Create, app(`{"name":"x","storage":{"size":"2Gi"}}`), nil))
 	assert.True(t, resp.Allowed, "creates are not compared with anything")
+}
+
+func webApp(props string) *v1beta1.Application {
+	a := &v1beta1.Application{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1beta1.GroupVersion.String(), Kind: "Application"},
+		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default"},
+	}
+	a.Spec.Components = []common.ApplicationComponent{{Name: "web", Type: "webservice", Properties: &runtime.RawExtension{Raw: []byte(props)}}}
+	return a
+}
+
+// TestApplicationValidatorEngines: with a pool, each review evaluates with
+// an Engine borrowed from it (and waits for one, no longer than the
+// review may take).
+func TestApplicationValidatorEngines(t *testing.T) {
+	builtins, err := appfile.NewFSSource(definitions.FS, ".")
+	require.NoError(t, err)
+	v := NewApplicationValidator(SourceFactoryFn(func(string) appfile.DefinitionSource { return builtins }), nil)
+	v.Engines = cuex.NewPool(1)
+	req := review(t, admissionv1.Create, webApp(`{"image":"nginx"}`), nil)
+
+	lent, err := v.Engines.Get(context.Background())
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	resp := v.Handle(ctx, req)
+	assert.False(t, resp.Allowed, "no Engine was free until the review's context ended")
+	require.NotNil(t, resp.Result)
+	assert.EqualValues(t, http.StatusServiceUnavailable, resp.Result.Code)
+
+	v.Engines.Put(lent)
+	resp = v.Handle(context.Background(), req)
+	assert.True(t, resp.Allowed, resp.Result)
+	again, err := v.Engines.Get(context.Background())
+	require.NoError(t, err)
+	assert.Same(t, lent, again, "the review gave its Engine back")
+}
+
+// BenchmarkApplicationValidator is one admission review of a webservice
+// Application, each with a fresh Engine (no pool) or one borrowed from a
+// pool (the manager's setup).
+func BenchmarkApplicationValidator(b *testing.B) {
+	builtins, err := appfile.NewFSSource(definitions.FS, ".")
+	require.NoError(b, err)
+	for _, pooled := range []bool{false, true} {
+		b.Run(fmt.Sprintf("pooled=%t", pooled), func(b *testing.B) {
+			v := NewApplicationValidator(SourceFactoryFn(func(string) appfile.DefinitionSource { return builtins }), nil)
+			if pooled {
+				v.Engines = cuex.NewPool(1)
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				// A new image each time: the memo cannot answer.
+				req := review(b, admissionv1.Create, webApp(fmt.Sprintf(`{"image":"nginx:%d"}`, i)), nil)
+				if resp := v.Handle(context.Background(), req); !resp.Allowed {
+					b.Fatal(resp.Result)
+				}
+			}
+		})
+	}
 }
