@@ -146,8 +146,10 @@ type failure struct {
 	until time.Time
 }
 
-// failedLocked returns the remembered compile failure of key, if any.
-func (e *Engine) failedLocked(key string) error {
+// failedLocked returns the remembered compile failure of key, if any, as
+// src's: the same CUE may be another definition's, maybe of another
+// namespace, whose name the error must not carry.
+func (e *Engine) failedLocked(key string, src Source) error {
 	f, ok := e.failed[key]
 	if !ok {
 		return nil
@@ -155,6 +157,19 @@ func (e *Engine) failedLocked(key string) error {
 	if !f.until.IsZero() && !e.now().Before(f.until) {
 		delete(e.failed, key)
 		return nil
+	}
+	var ce *Error
+	if errors.As(f.err, &ce) && ce.Source != src {
+		named := *ce
+		named.Source = src
+		named.Positions = make([]string, len(ce.Positions))
+		for i, pos := range ce.Positions {
+			if rest, ok := strings.CutPrefix(pos, ce.Source.filename()+":"); ok {
+				pos = src.filename() + ":" + rest
+			}
+			named.Positions[i] = pos
+		}
+		return &named
 	}
 	return f.err
 }
@@ -340,7 +355,7 @@ func (e *Engine) compileLocked(src Source, text string) (*Template, error) {
 		return nil, &Error{Source: src, Message: fmt.Sprintf("CUE source is %d bytes, over the limit of %d", len(text), e.limits.MaxSourceBytes)}
 	}
 	key := sourceKey(src, text)
-	if err := e.failedLocked(key); err != nil {
+	if err := e.failedLocked(key, src); err != nil {
 		return nil, err
 	}
 	if t, ok := e.cache[key]; ok {
@@ -469,7 +484,7 @@ func (e *Engine) evalLocked(ctx context.Context, t *Template, fills map[string]a
 	for t.fixed != nil {
 		t = t.fixed
 	}
-	if err := e.failedLocked(t.key); err != nil {
+	if err := e.failedLocked(t.key, t.src); err != nil {
 		return err
 	}
 	if t.gen != e.gen {

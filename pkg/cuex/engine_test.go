@@ -120,6 +120,13 @@ n: len([for i in list.Range(0, 4000, 1) for j in list.Range(0, 4000, 1) if i*j =
 	_, err = e.Compile(Source{Kind: "component", Name: "spinner"}, slow)
 	require.Error(t, err)
 	assert.Less(t, time.Since(start), 100*time.Millisecond)
+	// The same CUE under another name (maybe another namespace's
+	// definition): remembered too, and said of that name only.
+	_, err = e.Compile(Source{Kind: "component", Name: "twin"}, slow)
+	require.True(t, errors.As(err, &ce))
+	assert.Equal(t, "twin", ce.Source.Name)
+	assert.NotContains(t, err.Error(), "spinner")
+	assert.ErrorIs(t, err, ErrTimeout)
 
 	// The engine still works for other templates.
 	ok, err := e.Compile(Source{Kind: "component", Name: "fine"}, "x: 1 + 1\n")
@@ -135,7 +142,7 @@ n: len([for i in list.Range(0, 4000, 1) for j in list.Range(0, 4000, 1) if i*j =
 	now = now.Add(compileRetry)
 	require.Len(t, e.failed, 1)
 	for k := range e.failed {
-		assert.NoError(t, e.failedLocked(k))
+		assert.NoError(t, e.failedLocked(k, Source{}))
 	}
 	assert.Empty(t, e.failed)
 }

@@ -16,6 +16,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -104,14 +105,6 @@ func (v *ApplicationValidator) Handle(ctx context.Context, req admission.Request
 		app.Namespace = req.Namespace
 	}
 	ctx = appfile.WithBudgets(ctx, v.Budgets)
-	if v.Engines != nil {
-		engine, err := v.Engines.Get(ctx)
-		if err != nil {
-			return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("waiting for a CUE engine to validate the Application: %w", err))
-		}
-		defer v.Engines.Put(engine)
-		ctx = appfile.WithEngine(ctx, engine)
-	}
 	var old *v1beta1.Application
 	if req.Operation == admissionv1.Update {
 		if app.DeletionTimestamp != nil {
@@ -144,7 +137,10 @@ func (v *ApplicationValidator) Handle(ctx context.Context, req admission.Request
 			return admission.Denied(refusal)
 		}
 	}
-	warnings, err := ValidateUpdate(ctx, old, app, v.Sources.Source(app.Namespace), v.Topologies)
+	warnings, err := v.validate(ctx, old, app)
+	if errors.Is(err, errNoEngine) {
+		return admission.Errored(http.StatusServiceUnavailable, err)
+	}
 	if err == nil && v.Identity != nil {
 		warnings = append(warnings, v.Identity.accessWarnings(ctx, app)...)
 	}
@@ -158,6 +154,25 @@ func (v *ApplicationValidator) Handle(ctx context.Context, req admission.Request
 		return admission.Allowed("").WithWarnings(append(warnings, "not validated: "+err.Error())...)
 	}
 	return admission.Allowed("").WithWarnings(warnings...)
+}
+
+// errNoEngine: no Engine of the pool was free before the review's
+// context ended.
+var errNoEngine = errors.New("waiting for a CUE engine to validate the Application")
+
+// validate is ValidateUpdate with an Engine borrowed from v.Engines for
+// it alone: reviews that need no CUE (the spec unchanged, the identity
+// checks) never wait for one.
+func (v *ApplicationValidator) validate(ctx context.Context, old, app *v1beta1.Application) ([]string, error) {
+	if v.Engines != nil {
+		engine, err := v.Engines.Get(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", errNoEngine, err)
+		}
+		defer v.Engines.Put(engine)
+		ctx = appfile.WithEngine(ctx, engine)
+	}
+	return ValidateUpdate(ctx, old, app, v.Sources.Source(app.Namespace), v.Topologies)
 }
 
 // ValidateUpdate is appfile.Validate, and when old is not nil (an update)

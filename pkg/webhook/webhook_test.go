@@ -292,7 +292,8 @@ func TestApplicationValidatorEngines(t *testing.T) {
 	require.NoError(t, err)
 	v := NewApplicationValidator(SourceFactoryFn(func(string) appfile.DefinitionSource { return builtins }), nil)
 	v.Engines = cuex.NewPool(1)
-	req := review(t, admissionv1.Create, webApp(`{"image":"nginx"}`), nil)
+	app := webApp(`{"image":"nginx"}`)
+	req := review(t, admissionv1.Create, app, nil)
 
 	lent, err := v.Engines.Get(context.Background())
 	require.NoError(t, err)
@@ -302,6 +303,17 @@ func TestApplicationValidatorEngines(t *testing.T) {
 	assert.False(t, resp.Allowed, "no Engine was free until the review's context ended")
 	require.NotNil(t, resp.Result)
 	assert.EqualValues(t, http.StatusServiceUnavailable, resp.Result.Code)
+
+	// Reviews that evaluate no CUE do not wait for an Engine: the
+	// controller can always write its finalizer and remove it.
+	relabelled := app.DeepCopy()
+	relabelled.Labels = map[string]string{"x": "y"}
+	deleting := app.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	for _, upd := range []*v1beta1.Application{relabelled, deleting} {
+		resp := v.Handle(ctx, review(t, admissionv1.Update, upd, app))
+		assert.True(t, resp.Allowed, resp.Result)
+	}
 
 	v.Engines.Put(lent)
 	resp = v.Handle(context.Background(), req)

@@ -1102,8 +1102,9 @@ func createApps(ctx context.Context, c client.Client, n, creators int, w *phaseW
 func report(w io.Writer, c config, r *result) {
 	fmt.Fprintf(w, "\n== %d Applications (%s) on 1 local cluster, %d fake nodes; %d CPUs, load average at the end %s\n",
 		r.apps, workload, c.nodes, runtime.NumCPU(), r.loadAvg)
-	fmt.Fprintf(w, "controller: %s %s --resync-period %s --webhook=%t --application-revision-limit=%d\n",
-		filepath.Base(c.controller), strings.Join(c.controllerArgs, " "), c.resync, c.webhook, c.revisionLimit)
+	// In the order the flags are given (a flag given twice: the last wins).
+	fmt.Fprintf(w, "controller: %s --resync-period %s --webhook=%t --application-revision-limit=%d %s\n",
+		filepath.Base(c.controller), c.resync, c.webhook, c.revisionLimit, strings.Join(c.controllerArgs, " "))
 	if c.shards > 0 {
 		fmt.Fprintf(w, "sharded: a master and %d shards, one process each (--enable-sharding --leader-elect)\n", c.shards)
 	}
