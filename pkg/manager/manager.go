@@ -38,11 +38,11 @@
 //     per running workflow), so its later passes do not read it.
 //   - CUE: one Engine per worker (--concurrent-reconciles) and, with the
 //     webhook, one per CPU (at most as many as workers) lent to admission
-//     reviews (cuex.Pool). Each keeps its
-//     compiled templates (one per definition content) and, during one
-//     reconcile or review only, the CUE graphs it evaluated (cuex.Engine.Forget drops
-//     them when the worker is done: they are hundreds of KiB each). The
-//     workers and the webhook share one memo of evaluation results (cuex.Memo,
+//     reviews (cuex.Pool). Each keeps its compiled templates (one per
+//     definition content) and, during one reconcile or review only, the
+//     CUE graphs it evaluated (cuex.Engine.Forget drops them when the work
+//     is done: they are hundreds of KiB each). The workers and the
+//     webhook share one memo of evaluation results (cuex.Memo,
 //     cuex.DefaultMemoEntries results, about twelve per Application:
 //     renders and status evaluations, each keyed by the parts of context
 //     its CUE reads; a resync renders and evaluates nothing it did
