@@ -174,24 +174,6 @@ func TestCreating(t *testing.T) {
 	}
 }
 
-// warnings keeps the warnings a handler was given.
-type warnings struct {
-	mu   sync.Mutex
-	seen []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.seen = append(w.seen, text)
-}
-
-func (w *warnings) count() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.seen)
-}
-
 // The API server warns creating a revision (its embedded metadata carry
 // creationTimestamp: null, which the schema drops). Creating hands
 // warnings to the config's handler; without one, it logs them as the
@@ -216,20 +198,20 @@ func TestCreatingWarnings(t *testing.T) {
 				Spec:       v1beta1.ApplicationSpec{Components: []common.ApplicationComponent{{Name: "web", Type: "webservice"}}},
 			}}}
 	}
-	defaults := &warnings{}
+	defaults := &envtest.Warnings{}
 	rest.SetDefaultWarningHandler(defaults)
 	defer rest.SetDefaultWarningHandler(rest.WarningLogger{})
 
-	given := &warnings{}
+	given := &envtest.Warnings{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WarningHandler = given
 	require.NoError(t, creating(t, cfg).Create(ctx, revision("given-v1")))
-	require.NotZero(t, given.count(), "the config's handler gets the warnings")
+	require.NotEmpty(t, given.Seen(), "the config's handler gets the warnings")
 
 	cfg = rest.CopyConfig(env.Config)
 	cfg.WarningHandler = nil
 	c := creating(t, cfg)
 	require.NoError(t, c.Create(ctx, revision("logged-v1")))
 	require.NoError(t, c.Create(ctx, revision("logged-v2")))
-	require.Zero(t, defaults.count(), "client-go's default handler got %v", defaults.seen)
+	require.Empty(t, defaults.Seen(), "client-go's default handler got warnings")
 }

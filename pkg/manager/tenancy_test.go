@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -576,27 +575,6 @@ workflow:
 	deleteAndWait(t, app, unknown)
 }
 
-// warnings collects the API server's warnings (admission warnings
-// included) of the requests made with a client.
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = append(w.msgs, text)
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.msgs
-	w.msgs = nil
-	return out
-}
-
 // TestLockdownAdmission: with the webhook on in lockdown, every target of
 // an Application outside its scope is refused at once, in one message;
 // targets in scope that its ServiceAccount may not write are admitted
@@ -610,7 +588,7 @@ func TestLockdownAdmission(t *testing.T) {
 	o.Webhook.FailurePolicy = string(admissionregistrationv1.Fail)
 	startManager(t, o)
 
-	collected := &warnings{}
+	collected := &envtest.Warnings{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WarningHandler = collected
 	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
@@ -642,9 +620,9 @@ components:
   properties:
     objects: [{apiVersion: v1, kind: ConfigMap, metadata: {name: a}}]
 `, nil)
-	collected.take()
+	collected.Take()
 	require.NoError(t, c.Create(ctx, inside.DeepCopy(), client.DryRunAll), "a target in scope is admitted")
-	assert.Contains(t, collected.take(),
+	assert.Contains(t, collected.Take(),
 		`spec.components[0].properties.objects[0] (component "cfg"): serviceaccount lock-w/deployer cannot create configmaps in namespace lock-w `+
 			`(the namespace's default ServiceAccount "deployer": does it exist, and is it bound to a Role that allows this?): the workflow will fail there until a RoleBinding allows it`)
 
@@ -655,8 +633,8 @@ components:
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "deployer", Namespace: w.ns}},
 	})))
 	require.Eventually(t, func() bool {
-		collected.take()
-		return c.Create(ctx, inside.DeepCopy(), client.DryRunAll) == nil && len(collected.take()) == 0
+		collected.Take()
+		return c.Create(ctx, inside.DeepCopy(), client.DryRunAll) == nil && len(collected.Take()) == 0
 	}, 10*time.Second, 200*time.Millisecond, "no warning once the RoleBinding allows the writes")
 }
 
