@@ -211,6 +211,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "error: -profile profiles one controller; it cannot be combined with -shards")
 		os.Exit(1)
 	}
+	if c.controller != "" && c.profileDir != "" {
+		// The profiled build serves /debug/pprof; a given binary would be
+		// started with a flag it does not know.
+		fmt.Fprintln(os.Stderr, "error: -profile builds ./hack/bench/apps/profiled from this tree; it cannot be combined with -controller")
+		os.Exit(1)
+	}
+	if c.profileDir != "" {
+		// Found out before the first wave, not when its first profile is saved.
+		if err := os.MkdirAll(c.profileDir, 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "error: -profile: %v\n", err)
+			os.Exit(1)
+		}
+	}
 	for _, s := range strings.Split(*counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
