@@ -38,6 +38,7 @@ var valueSets = []struct {
 	{"lockdown", lockdownValues},
 	{"sharding", shardingValues},
 	{"sharding, the master takes a share, no webhook", map[string]any{"sharding": map[string]any{"enabled": true, "shards": []any{"master", "s1"}}, "webhook": map[string]any{"enabled": false}}},
+	{"extra environment", map[string]any{"controller": map[string]any{"extraEnv": []any{map[string]any{"name": "GOGC", "value": "50"}}}}},
 	{"lockdown with cross-namespace resources", map[string]any{"tenancy": map[string]any{"lockdown": true, "defaultServiceAccount": "deployer", "allowCrossNamespaceResources": true}}},
 }
 
@@ -224,6 +225,37 @@ func TestOutboundAllow(t *testing.T) {
 		return
 	}
 	t.Fatal("no Deployment rendered")
+}
+
+// TestExtraEnv is `helm template` with controller.extraEnv: the variables
+// are the container's, after the chart's own.
+func TestExtraEnv(t *testing.T) {
+	gogc := map[string]any{"name": "GOGC", "value": "50"}
+	cases := []struct {
+		reason string
+		values map[string]any
+		want   []any
+	}{
+		{"no extra environment: the chart's own only", nil, []any{map[string]any{"name": "HOME", "value": "/tmp"}}},
+		{"GOGC given: after the chart's own", map[string]any{"controller": map[string]any{"extraEnv": []any{gogc}}},
+			[]any{map[string]any{"name": "HOME", "value": "/tmp"}, gogc}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			var env []any
+			found := false
+			for _, obj := range render(t, tc.values) {
+				if obj.GetKind() != "Deployment" {
+					continue
+				}
+				containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+				env, _, _ = unstructured.NestedSlice(containers[0].(map[string]any), "env")
+				found = true
+			}
+			require.True(t, found, "no Deployment rendered")
+			assert.Equal(t, tc.want, env, tc.reason)
+		})
+	}
 }
 
 // workloadKinds are resources a lockdown controller must hold no rule on:
