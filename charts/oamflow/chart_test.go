@@ -228,32 +228,47 @@ func TestOutboundAllow(t *testing.T) {
 }
 
 // TestExtraEnv is `helm template` with controller.extraEnv: the variables
-// are the container's, after the chart's own.
+// are every controller container's (each shard's too), after the chart's
+// own; anything but a list is refused with what is expected.
 func TestExtraEnv(t *testing.T) {
+	home := map[string]any{"name": "HOME", "value": "/tmp"}
 	gogc := map[string]any{"name": "GOGC", "value": "50"}
+	fromSecret := map[string]any{"name": "TOKEN", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "s", "key": "k"}}}
 	cases := []struct {
-		reason string
-		values map[string]any
-		want   []any
+		reason      string
+		values      map[string]any
+		deployments int
+		want        []any
+		wantErr     string
 	}{
-		{"no extra environment: the chart's own only", nil, []any{map[string]any{"name": "HOME", "value": "/tmp"}}},
-		{"GOGC given: after the chart's own", map[string]any{"controller": map[string]any{"extraEnv": []any{gogc}}},
-			[]any{map[string]any{"name": "HOME", "value": "/tmp"}, gogc}},
+		{"no extra environment: the chart's own only", nil, 1, []any{home}, ""},
+		{"GOGC and a Secret's key: after the chart's own", map[string]any{"controller": map[string]any{"extraEnv": []any{gogc, fromSecret}}},
+			1, []any{home, gogc, fromSecret}, ""},
+		{"sharding: every shard's Deployment has them", map[string]any{"sharding": map[string]any{"enabled": true}, "controller": map[string]any{"extraEnv": []any{gogc}}},
+			3, []any{home, gogc}, ""},
+		{"a map instead of a list: refused, saying what is expected", map[string]any{"controller": map[string]any{"extraEnv": map[string]any{"GOGC": "50"}}},
+			0, nil, "controller.extraEnv must be a list"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
-			var env []any
-			found := false
-			for _, obj := range render(t, tc.values) {
+			objs, err := renderErr(tc.values)
+			if tc.wantErr != "" {
+				require.Error(t, err, tc.reason)
+				assert.Contains(t, err.Error(), tc.wantErr, tc.reason)
+				return
+			}
+			require.NoError(t, err, tc.reason)
+			deployments := 0
+			for _, obj := range objs {
 				if obj.GetKind() != "Deployment" {
 					continue
 				}
+				deployments++
 				containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
-				env, _, _ = unstructured.NestedSlice(containers[0].(map[string]any), "env")
-				found = true
+				env, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "env")
+				assert.Equal(t, tc.want, env, "%s: Deployment %s", tc.reason, obj.GetName())
 			}
-			require.True(t, found, "no Deployment rendered")
-			assert.Equal(t, tc.want, env, tc.reason)
+			assert.Equal(t, tc.deployments, deployments, tc.reason)
 		})
 	}
 }

@@ -196,7 +196,7 @@ func main() {
 	creators := flag.Int("creators", 16, "parallel creates")
 	verbose := flag.Bool("v", false, "progress lines every 10 s")
 	keep := flag.Bool("keep", false, "leave the last cluster and controller running (prints the state directory) for inspection")
-	profile := flag.String("profile", "", "folder for pprof profiles: runs ./hack/bench/apps/profiled (the controller with /debug/pprof) instead of the binary and saves <apps>-cpu.pprof, <apps>-heap.pprof (all running), <apps>-resync-cpu.pprof (the resync window) and <apps>-update-heap.pprof")
+	profile := flag.String("profile", "", "folder for pprof profiles: runs ./hack/bench/apps/profiled (the controller with /debug/pprof) instead of the binary and saves <apps>-cpu.pprof, <apps>-heap.pprof (all running), <apps>-resync-cpu.pprof (the resync window) and <apps>-update-heap.pprof (not with -controller or -shards)")
 	cpuSeconds := flag.Int("profile-cpu-seconds", 60, "length of the CPU profile, from the first create")
 	shards := flag.Int("shards", 0, "run the controller sharded: a master (it schedules) and this many shards shard-0 … (0: one controller, no sharding)")
 	update := flag.Bool("update", true, "after the no-op resync, run the update wave: every scaler 1 → 2, done when each Application is running at its new generation and its web Deployment has 2 available replicas")
@@ -217,13 +217,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "error: -profile builds ./hack/bench/apps/profiled from this tree; it cannot be combined with -controller")
 		os.Exit(1)
 	}
-	if c.profileDir != "" {
-		// Found out before the first wave, not when its first profile is saved.
-		if err := os.MkdirAll(c.profileDir, 0o755); err != nil {
-			fmt.Fprintf(os.Stderr, "error: -profile: %v\n", err)
-			os.Exit(1)
-		}
-	}
 	for _, s := range strings.Split(*counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -231,6 +224,13 @@ func main() {
 			os.Exit(1)
 		}
 		c.counts = append(c.counts, n)
+	}
+	if c.profileDir != "" {
+		// Found out before the first wave, not when its first profile is saved.
+		if err := os.MkdirAll(c.profileDir, 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "error: -profile: %v\n", err)
+			os.Exit(1)
+		}
 	}
 	c.controllerArgs = strings.Fields(*ctrlArgs)
 	ctrllog.SetLogger(logr.Discard())
