@@ -218,8 +218,7 @@ func TestOutboundAllow(t *testing.T) {
 		if obj.GetKind() != "Deployment" {
 			continue
 		}
-		containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
-		args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+		args, _, _ := unstructured.NestedStringSlice(controllerContainer(t, obj), "args")
 		assert.Contains(t, args, "--outbound-allow=127.0.0.1")
 		assert.Contains(t, args, "--outbound-allow=registry.local")
 		return
@@ -264,13 +263,21 @@ func TestExtraEnv(t *testing.T) {
 					continue
 				}
 				deployments++
-				containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
-				env, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "env")
+				env, _, _ := unstructured.NestedSlice(controllerContainer(t, obj), "env")
 				assert.Equal(t, tc.want, env, "%s: Deployment %s", tc.reason, obj.GetName())
 			}
 			assert.Equal(t, tc.deployments, deployments, tc.reason)
 		})
 	}
+}
+
+// controllerContainer is the controller's container of a rendered
+// Deployment: its first.
+func controllerContainer(t *testing.T, dep *unstructured.Unstructured) map[string]any {
+	t.Helper()
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	require.NotEmpty(t, containers, "Deployment %s has no container", dep.GetName())
+	return containers[0].(map[string]any)
 }
 
 // workloadKinds are resources a lockdown controller must hold no rule on:
@@ -300,8 +307,7 @@ func TestLockdownRBAC(t *testing.T) {
 				name, _, _ := unstructured.NestedString(obj.Object, "roleRef", "name")
 				assert.NotEqual(t, "cluster-admin", name)
 			case "Deployment":
-				containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
-				args, _, _ = unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+				args, _, _ = unstructured.NestedStringSlice(controllerContainer(t, obj), "args")
 			}
 		}
 		return rules, args
@@ -415,9 +421,8 @@ func TestShardingDeployments(t *testing.T) {
 	for name, args := range want {
 		dep := deps[name]
 		require.NotNil(t, dep, name)
-		containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
 		var got []string
-		for _, a := range containers[0].(map[string]any)["args"].([]any) {
+		for _, a := range controllerContainer(t, dep)["args"].([]any) {
 			got = append(got, a.(string))
 		}
 		for _, a := range args {

@@ -64,13 +64,14 @@
 // (GOGC=100) before collecting, up to the soft limit oamflow-controller
 // sets at 90% of its container's memory limit (GOMEMLIMIT, from the
 // cgroup; see its setMemoryLimit); and the binary's own pages
-// (file-backed, shared, reclaimable), on some kernels nearly all of its
-// ~100 MiB of text and read-only data from the start. hack/bench/apps
-// reports the anonymous and file-backed parts apart: at 200 Applications
-// the live heap is ~30 MiB, the anonymous peak ~75-95 MiB. With GOGC=50
-// (the chart's controller.extraEnv) the heap grows by half instead:
-// 15-20% less peak RSS at 1,000 Applications for about a fifth more CPU
-// in the update wave.
+// (file-backed, shared, reclaimable): of its ~80 MB of text, read-only
+// data and function tables, 55-60 MiB resident while it works (most
+// packages' init code and its neighbours are touched at start).
+// hack/bench/apps reports the anonymous and file-backed parts apart: at
+// 200 Applications the live heap is ~30 MiB, the anonymous peak ~60-95
+// MiB. A lower GOGC (the chart's controller.extraEnv; its doc gives the
+// measured trade) collects after a smaller share of growth: less memory,
+// more CPU.
 package manager
 
 import (
