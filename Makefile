@@ -128,16 +128,16 @@ faults: k8s-binaries ## Long fault suite (~10 min): 50 Applications churn on a h
 
 .PHONY: test-unit
 test-unit: k8s-binaries ## Unit and envtest tests (go test ./...).
-	$(GO) test $(TEST_FLAGS) $(PKGS)
+	GO=$(GO) hack/gotest.sh $(TEST_FLAGS) $(PKGS)
 
 .PHONY: e2e
 e2e: k8s-binaries build ## End-to-end tests against local clusters started from bin/k8s.
 	# One package at a time (-p 1): e2e and e2e/faults each start several
 	# clusters, and on a 2-core machine two of them at once starve
 	# kube-controller-manager past its 10 s wait for its API server.
-	$(GO) test -tags e2e -p 1 $(E2E_FLAGS) ./e2e/...
+	GO=$(GO) hack/gotest.sh -tags e2e -p 1 $(E2E_FLAGS) ./e2e/...
 	# e2e tests living beside their package: Helm install + wait on a kwok cluster.
-	$(GO) test -tags e2e $(E2E_FLAGS) -run '^TestE2E' ./pkg/helm/
+	GO=$(GO) hack/gotest.sh -tags e2e $(E2E_FLAGS) -run '^TestE2E' ./pkg/helm/
 
 .PHONY: conformance
 conformance: ## KubeVela conformance alone: render every case of ../shared/conformance/kubevela with dry-run --offline, print N/M identical and the diffs.

@@ -40,6 +40,7 @@ components:
 `)
 	fakeRollout(ctx, t, "default", "reads-web")
 	fakeRollout(ctx, t, "default", "reads-worker")
+	requireAlone(t, app)
 	counter.start()
 	require.NoError(t, env.Client.Create(ctx, app))
 	waitPhase(t, app, common.ApplicationRunning)

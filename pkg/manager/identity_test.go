@@ -66,6 +66,7 @@ components:
 `)
 	fakeRollout(ctx, t, "default", "identity-web")
 	require.NoError(t, env.Client.Create(ctx, app))
+	defer deleteAndWait(t, app)
 	waitPhase(t, app, common.ApplicationRunning)
 
 	want := rest.DefaultKubernetesUserAgent()

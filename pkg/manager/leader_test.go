@@ -126,5 +126,5 @@ components:
 	assert.Positive(t, log.count(follower), "the follower took over")
 	assert.Equal(t, led, log.count(leader), "the stopped leader reconciles nothing more")
 	assert.Empty(t, log.overlaps(), "reconciles of the two controllers never overlap")
-	require.NoError(t, c.DeleteAllOf(ctx, &v1beta1.Application{}, client.InNamespace("default")))
+	deleteAllAndWait(t, "default")
 }

@@ -42,7 +42,7 @@ workflow:
     properties: {url: %q}
 `, tc.url))
 			require.NoError(t, c.Create(ctx, app))
-			t.Cleanup(func() { _ = c.Delete(context.Background(), app) })
+			t.Cleanup(func() { deleteAndWait(t, app) })
 			got := &v1beta1.Application{}
 			require.Eventually(t, func() bool {
 				return c.Get(ctx, client.ObjectKeyFromObject(app), got) == nil && got.Status.Phase == common.ApplicationWorkflowFailed

@@ -17,6 +17,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/oamflow/oamflow/apis/core.oam.dev/common"
+	"github.com/oamflow/oamflow/apis/core.oam.dev/v1beta1"
 )
 
 // requestCounter counts the requests a client makes, watches left out
@@ -78,6 +79,22 @@ func reconciles(t *testing.T) float64 {
 	return n
 }
 
+// requireAlone fails the test when Applications other than app exist:
+// the requests of their reconciles would be counted as app's (an earlier
+// test that left one behind).
+func requireAlone(t *testing.T, app *v1beta1.Application) {
+	t.Helper()
+	list := &v1beta1.ApplicationList{}
+	require.NoError(t, env.Client.List(context.Background(), list))
+	var others []string
+	for _, a := range list.Items {
+		if a.Namespace != app.Namespace || a.Name != app.Name {
+			others = append(others, a.Namespace+"/"+a.Name)
+		}
+	}
+	require.Empty(t, others, "Applications left by other tests")
+}
+
 // fakeRollout plays the Deployment controller for namespace/name: the
 // status says every replica of the current generation is available.
 func fakeRollout(ctx context.Context, t *testing.T, namespace, name string) {
@@ -124,6 +141,7 @@ components:
     properties: {team: bench}
 `)
 	fakeRollout(ctx, t, "default", "steady-web")
+	requireAlone(t, app)
 	require.NoError(t, env.Client.Create(ctx, app))
 	waitPhase(t, app, common.ApplicationRunning)
 	time.Sleep(2 * time.Second) // the last status write and its reconcile

@@ -138,6 +138,20 @@ func deleteAndWait(t *testing.T, apps ...*v1beta1.Application) {
 	}
 }
 
+// deleteAllAndWait deletes every Application of namespace and waits until
+// they are gone (a controller must be running to finish them): a test
+// leaves nothing for the next test's controller to do.
+func deleteAllAndWait(t *testing.T, namespace string) {
+	t.Helper()
+	list := &v1beta1.ApplicationList{}
+	require.NoError(t, env.Client.List(context.Background(), list, client.InNamespace(namespace)))
+	apps := make([]*v1beta1.Application, 0, len(list.Items))
+	for i := range list.Items {
+		apps = append(apps, &list.Items[i])
+	}
+	deleteAndWait(t, apps...)
+}
+
 // warningEvents returns the messages of the Warning Events of app with reason.
 func warningEvents(t *testing.T, app *v1beta1.Application, reason string) []string {
 	t.Helper()

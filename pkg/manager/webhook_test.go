@@ -192,6 +192,7 @@ func TestWebhook(t *testing.T) {
 	}()
 	assert.Equal(t, want, upErr.Error(), "oamflow up prints the controller's message")
 
+	deleteAllAndWait(t, "default")
 	// A controller outside the cluster removes its registration when it
 	// stops, so that nothing calls a webhook that is gone.
 	stop()
@@ -199,7 +200,6 @@ func TestWebhook(t *testing.T) {
 	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "configuration deleted on shutdown, got %v", err)
 	err = c.Get(ctx, client.ObjectKey{Name: oamwebhook.DefaultConfigurationName}, &admissionregistrationv1.MutatingWebhookConfiguration{})
 	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "mutating configuration deleted on shutdown, got %v", err)
-	require.NoError(t, c.DeleteAllOf(ctx, &v1beta1.Application{}, client.InNamespace("default")))
 }
 
 // TestSecondControllerKeepsTheWebhook starts a second controller on the
