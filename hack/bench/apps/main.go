@@ -39,6 +39,7 @@
 //	go run ./hack/bench/apps -apps 200 -profile /tmp/prof  # pprof CPU and heap profiles of the controller
 //	go run ./hack/bench/apps -apps 2000 -shards 2  # a master and shards shard-0, shard-1 (issue 23)
 //	go run ./hack/bench/apps -apps 50 -audit       # the controller's requests by verb and resource
+//	go run ./hack/bench/apps -apps 200 -kubevela ~/src/kubevela  # KubeVela's controller, same cluster and workload
 //
 // With -shards N the benchmark runs N+1 controller processes as the
 // chart's sharding does (--enable-sharding --leader-elect): the master
@@ -47,6 +48,11 @@
 // CPU and request counts are summed over the processes; peak RSS,
 // CPU and the Applications reconciled are also reported per process, and
 // the balance of the assignment (Applications labelled per shard).
+//
+// With -kubevela DIR the benchmark measures KubeVela's controller instead,
+// built from the KubeVela source tree DIR, with that tree's CRDs and
+// built-in definitions (kubevela.go): issue 18's targets are relative to
+// KubeVela, and only a run on the same machine compares.
 //
 // With -audit the apiserver keeps an audit log (request metadata, no
 // bodies), from which the controller's requests in the create and the
@@ -183,6 +189,9 @@ type config struct {
 	// revisionLimit is the controller's --application-revision-limit (2
 	// in issue 18's setup).
 	revisionLimit int
+	// kubevela, when set, is a KubeVela source tree: its controller is
+	// measured instead of oamflow's (kubevela.go).
+	kubevela string
 }
 
 func main() {
@@ -203,10 +212,15 @@ func main() {
 	webhook := flag.Bool("webhook", false, "serve the admission webhooks from the controller (--webhook, the binary's default); off by default, as issue 18's measurements (and KubeVela's) are made")
 	revisionLimit := flag.Int("revision-limit", 2, "the controller's --application-revision-limit (issue 18's setup: 2)")
 	audit := flag.Bool("audit", false, "run kube-apiserver with an audit log and break the controller's requests down by verb and resource (create wave, update wave); adds the log's cost to the apiserver's")
+	kubevela := flag.String("kubevela", "", "a KubeVela source tree (github.com/kubevela/kubevela): measure its controller (cmd/core, built from it) instead of oamflow's, with its CRDs and built-in definitions, the same workload and settings (not with -controller, -profile, -shards or -audit)")
 	flag.Parse()
 
 	c := config{audit: *audit, update: *update, nodes: *nodes, controller: *ctrlBin, resync: *resync, timeout: *timeout, creators: *creators, verbose: *verbose, keep: *keep,
-		profileDir: *profile, cpuSeconds: *cpuSeconds, shards: *shards, webhook: *webhook, revisionLimit: *revisionLimit}
+		profileDir: *profile, cpuSeconds: *cpuSeconds, shards: *shards, webhook: *webhook, revisionLimit: *revisionLimit, kubevela: *kubevela}
+	if c.kubevela != "" && (c.controller != "" || c.profileDir != "" || c.shards > 0 || c.audit) {
+		fmt.Fprintln(os.Stderr, "error: -kubevela runs KubeVela's controller as issue 18 measures it; it cannot be combined with -controller, -profile, -shards or -audit")
+		os.Exit(1)
+	}
 	if c.shards > 0 && c.profileDir != "" {
 		fmt.Fprintln(os.Stderr, "error: -profile profiles one controller; it cannot be combined with -shards")
 		os.Exit(1)
@@ -258,6 +272,17 @@ func run(ctx context.Context, c config, binFlag string, out, errOut io.Writer) e
 	}
 	if err := localcluster.CheckBinaries(c.binDir, localcluster.ClusterBinaries()...); err != nil {
 		return err
+	}
+	if c.kubevela != "" {
+		dir, err := os.MkdirTemp("", "oamflow-bench-bin-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		c.controller = filepath.Join(dir, "vela-core")
+		if err := buildKubeVela(c.kubevela, c.controller, errOut); err != nil {
+			return err
+		}
 	}
 	if c.controller == "" {
 		dir, err := os.MkdirTemp("", "oamflow-bench-bin-")
@@ -370,7 +395,12 @@ func measure(ctx context.Context, c config, n int, keep bool, errOut io.Writer) 
 		return r, err
 	}
 	cfg.QPS, cfg.Burst = 500, 1000
-	if err := install(kubeconfig, errOut); err != nil {
+	if c.kubevela != "" {
+		err = installKubeVela(ctx, cfg, c.kubevela)
+	} else {
+		err = install(kubeconfig, errOut)
+	}
+	if err != nil {
 		return r, err
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -640,8 +670,12 @@ func startController(c config, home, kubeconfig, name string, extra []string) (*
 		p.pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
 		args = append(args, "--pprof-bind-address", p.pprofAddr)
 	}
+	if c.kubevela != "" {
+		args = kubevelaArgs(c, p.metricsAddr)
+	}
 	args = append(append(args, extra...), c.controllerArgs...)
 	p.cmd = exec.Command(c.controller, args...)
+	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	if err := p.cmd.Start(); err != nil {
 		f.Close()
@@ -870,7 +904,13 @@ func (p *controllerProc) metrics() (metricsSnapshot, error) {
 	if resp.StatusCode != http.StatusOK {
 		return s, fmt.Errorf("controller metrics: HTTP %d", resp.StatusCode)
 	}
-	fams, err := parseMetrics(resp.Body)
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return s, err
+	}
+	// Only the families read here: KubeVela's endpoint repeats others
+	// (go_gc_duration_seconds), which the text parser refuses.
+	fams, err := parseMetrics(bytes.NewReader(onlyFamilies(raw, "rest_client_requests_total", "controller_runtime_reconcile_total", "workqueue_depth")))
 	if err != nil {
 		return s, err
 	}
@@ -909,6 +949,27 @@ func apiserverRequests(ctx context.Context, kube kubernetes.Interface) (map[stri
 		out[label(m, "verb")+" "+res] += m.GetCounter().GetValue()
 	}
 	return out, nil
+}
+
+// onlyFamilies keeps, of a text exposition, the lines of the named metric
+// families (their HELP, TYPE and samples).
+func onlyFamilies(raw []byte, names ...string) []byte {
+	var out bytes.Buffer
+	for line := range bytes.Lines(raw) {
+		name := string(line)
+		if rest, ok := strings.CutPrefix(name, "# HELP "); ok {
+			name = rest
+		} else if rest, ok := strings.CutPrefix(name, "# TYPE "); ok {
+			name = rest
+		}
+		if i := strings.IndexAny(name, " {\n"); i >= 0 {
+			name = name[:i]
+		}
+		if slices.Contains(names, name) {
+			out.Write(line)
+		}
+	}
+	return out.Bytes()
 }
 
 func parseMetrics(r io.Reader) (map[string]*dto.MetricFamily, error) {
@@ -1116,8 +1177,13 @@ func report(w io.Writer, c config, r *result) {
 	fmt.Fprintf(w, "\n== %d Applications (%s) on 1 local cluster, %d fake nodes; %d CPUs, load average at the end %s\n",
 		r.apps, workload, c.nodes, runtime.NumCPU(), r.loadAvg)
 	// In the order the flags are given (a flag given twice: the last wins).
-	fmt.Fprintf(w, "controller: %s --resync-period %s --webhook=%t --application-revision-limit=%d %s\n",
-		filepath.Base(c.controller), c.resync, c.webhook, c.revisionLimit, strings.Join(c.controllerArgs, " "))
+	if c.kubevela != "" {
+		fmt.Fprintf(w, "controller: KubeVela's, built from %s: %s %s\n", c.kubevela, filepath.Base(c.controller),
+			strings.Join(append(kubevelaArgs(c, "<port>"), c.controllerArgs...), " "))
+	} else {
+		fmt.Fprintf(w, "controller: %s --resync-period %s --webhook=%t --application-revision-limit=%d %s\n",
+			filepath.Base(c.controller), c.resync, c.webhook, c.revisionLimit, strings.Join(c.controllerArgs, " "))
+	}
 	if c.shards > 0 {
 		fmt.Fprintf(w, "sharded: a master and %d shards, one process each (--enable-sharding --leader-elect)\n", c.shards)
 	}
