@@ -504,6 +504,12 @@ wait:
 	// The no-op resync: wait for the periodic resync to reconcile every
 	// Application once (reconcile count up by n, then a quiet queue).
 	fmt.Fprintf(errOut, "all %d running after %.1fs; waiting for the next resync (period %s) …\n", n, r.allRunning.Seconds(), c.resync)
+	// Said now too: a run that fails later (a resync that never ends) keeps
+	// the create wave's figures.
+	cr, cw := readsWrites(r.ctrlRun)
+	hwm, _ := peakRSS(proc.procs[0].pid())
+	fmt.Fprintf(errOut, "  create wave: controller CPU %.0f ms per app, peak RSS (VmHWM, first process) %d MiB, %.1f reads and %.1f writes per app\n",
+		r.cpuRunning.Seconds()*1000/float64(n), hwm/1024, cr/float64(n), cw/float64(n))
 	time.Sleep(5 * time.Second) // let the last status writes and requeues settle
 	ctrlA, err := proc.metrics()
 	if err != nil {
