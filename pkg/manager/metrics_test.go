@@ -110,7 +110,7 @@ components:
 	}
 
 	// Deleting the Application deletes its ConfigMap through the keeper.
-	require.NoError(t, c.Delete(ctx, app))
+	deleteAndWait(t, app)
 	require.Eventually(t, func() bool {
 		return c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "metered"}, &corev1.ConfigMap{}) != nil
 	}, 30*time.Second, 200*time.Millisecond)

@@ -144,7 +144,7 @@ components:
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "oamflow-webhook"}, mwc))
 	require.Len(t, mwc.Webhooks, 1)
 	require.Contains(t, string(mwc.Webhooks[0].ClientConfig.CABundle), strings.TrimSpace(string(secret.Data["ca.crt"])), "the recorder's caBundle")
-	require.NoError(t, c.Delete(ctx, app))
+	deleteAndWait(t, app)
 	require.Eventually(t, func() bool {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "rbac"}, &corev1.ConfigMap{}))
 	}, 30*time.Second, 200*time.Millisecond, "deleting the Application deletes its ConfigMap")

@@ -79,20 +79,29 @@ func reconciles(t *testing.T) float64 {
 	return n
 }
 
-// requireAlone fails the test when Applications other than app exist:
-// the requests of their reconciles would be counted as app's (an earlier
-// test that left one behind).
+// requireAlone fails the test when Applications other than app exist
+// (an earlier test left one behind; one being deleted gets 30 s to go):
+// the requests of their reconciles would be counted as app's.
 func requireAlone(t *testing.T, app *v1beta1.Application) {
 	t.Helper()
-	list := &v1beta1.ApplicationList{}
-	require.NoError(t, env.Client.List(context.Background(), list))
-	var others []string
-	for _, a := range list.Items {
-		if a.Namespace != app.Namespace || a.Name != app.Name {
-			others = append(others, a.Namespace+"/"+a.Name)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		list := &v1beta1.ApplicationList{}
+		require.NoError(t, env.Client.List(context.Background(), list))
+		var others []string
+		terminating := false
+		for _, a := range list.Items {
+			if a.Namespace != app.Namespace || a.Name != app.Name {
+				others = append(others, a.Namespace+"/"+a.Name)
+				terminating = terminating || a.DeletionTimestamp != nil
+			}
 		}
+		if !terminating || time.Now().After(deadline) {
+			require.Empty(t, others, "Applications left by other tests")
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	require.Empty(t, others, "Applications left by other tests")
 }
 
 // fakeRollout plays the Deployment controller for namespace/name: the

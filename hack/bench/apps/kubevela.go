@@ -134,7 +134,7 @@ func applyAll(ctx context.Context, cl client.Client, objs []*unstructured.Unstru
 
 // waitEstablished waits until the CRD name is served.
 func waitEstablished(ctx context.Context, cl client.Client, name string) error {
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		crd := &unstructured.Unstructured{}
 		crd.SetAPIVersion("apiextensions.k8s.io/v1")
 		crd.SetKind("CustomResourceDefinition")
@@ -150,6 +150,10 @@ func waitEstablished(ctx context.Context, cl client.Client, name string) error {
 		}
 		return false, nil
 	})
+	if err != nil {
+		return fmt.Errorf("CRD %s not established: %w", name, err)
+	}
+	return nil
 }
 
 // kubevelaArgs are KubeVela's flags for what startController sets on

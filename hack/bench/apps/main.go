@@ -212,13 +212,13 @@ func main() {
 	webhook := flag.Bool("webhook", false, "serve the admission webhooks from the controller (--webhook, the binary's default); off by default, as issue 18's measurements (and KubeVela's) are made")
 	revisionLimit := flag.Int("revision-limit", 2, "the controller's --application-revision-limit (issue 18's setup: 2)")
 	audit := flag.Bool("audit", false, "run kube-apiserver with an audit log and break the controller's requests down by verb and resource (create wave, update wave); adds the log's cost to the apiserver's")
-	kubevela := flag.String("kubevela", "", "a KubeVela source tree (github.com/kubevela/kubevela): measure its controller (cmd/core, built from it) instead of oamflow's, with its CRDs and built-in definitions, the same workload and settings (not with -controller, -profile, -shards or -audit)")
+	kubevela := flag.String("kubevela", "", "a KubeVela source tree (github.com/kubevela/kubevela): measure its controller (cmd/core, built from it) instead of oamflow's, with its CRDs and built-in definitions, the same workload and settings (not with -controller, -profile, -shards, -audit or -webhook)")
 	flag.Parse()
 
 	c := config{audit: *audit, update: *update, nodes: *nodes, controller: *ctrlBin, resync: *resync, timeout: *timeout, creators: *creators, verbose: *verbose, keep: *keep,
 		profileDir: *profile, cpuSeconds: *cpuSeconds, shards: *shards, webhook: *webhook, revisionLimit: *revisionLimit, kubevela: *kubevela}
-	if c.kubevela != "" && (c.controller != "" || c.profileDir != "" || c.shards > 0 || c.audit) {
-		fmt.Fprintln(os.Stderr, "error: -kubevela runs KubeVela's controller as issue 18 measures it; it cannot be combined with -controller, -profile, -shards or -audit")
+	if c.kubevela != "" && (c.controller != "" || c.profileDir != "" || c.shards > 0 || c.audit || c.webhook) {
+		fmt.Fprintln(os.Stderr, "error: -kubevela runs KubeVela's controller as issue 18 measures it; it cannot be combined with -controller, -profile, -shards, -audit or -webhook")
 		os.Exit(1)
 	}
 	if c.shards > 0 && c.profileDir != "" {
@@ -507,9 +507,10 @@ wait:
 	// Said now too: a run that fails later (a resync that never ends) keeps
 	// the create wave's figures.
 	cr, cw := readsWrites(r.ctrlRun)
-	hwm, _ := peakRSS(proc.procs[0].pid())
-	fmt.Fprintf(errOut, "  create wave: controller CPU %.0f ms per app, peak RSS (VmHWM, first process) %d MiB, %.1f reads and %.1f writes per app\n",
-		r.cpuRunning.Seconds()*1000/float64(n), hwm/1024, cr/float64(n), cw/float64(n))
+	if hwm, err := peakRSS(proc.procs[0].pid()); err == nil {
+		fmt.Fprintf(errOut, "  controller until all running: %.0f ms CPU per app (start included), peak RSS (VmHWM, first process) %d MiB, %.1f reads and %.1f writes per app\n",
+			r.cpuRunning.Seconds()*1000/float64(n), hwm/1024, cr/float64(n), cw/float64(n))
+	}
 	time.Sleep(5 * time.Second) // let the last status writes and requeues settle
 	ctrlA, err := proc.metrics()
 	if err != nil {
