@@ -82,7 +82,7 @@ func install(ctx context.Context, c client.Client, out io.Writer, skipDefs bool,
 		return err
 	}
 	fmt.Fprintf(out, "CRDs: %s\n", verbCounts(counts))
-	if err := waitEstablished(ctx, c, names, timeout); err != nil {
+	if err := WaitEstablished(ctx, c, names, timeout); err != nil {
 		return err
 	}
 	if err := ensureNamespace(ctx, c, appfile.SystemNamespace); err != nil {
@@ -197,8 +197,9 @@ func sameCRDSpec(served, want *apiextensionsv1.CustomResourceDefinition) bool {
 	return equality.Semantic.DeepEqual(served.Spec, w.Spec)
 }
 
-// waitEstablished waits until every named CRD has condition Established=True.
-func waitEstablished(ctx context.Context, c client.Client, names []string, timeout time.Duration) error {
+// WaitEstablished waits until every named CRD has condition Established=True
+// (c must know apiextensions.k8s.io/v1).
+func WaitEstablished(ctx context.Context, c client.Client, names []string, timeout time.Duration) error {
 	for _, n := range names {
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 			crd := &apiextensionsv1.CustomResourceDefinition{}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,12 +10,15 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/oamflow/oamflow/pkg/cli"
+	"github.com/oamflow/oamflow/pkg/helm/helmspec"
 )
 
 // KubeVela, measured the same way (-kubevela): issue 18's targets are set
@@ -52,7 +53,14 @@ func buildKubeVela(dir, out string, errOut io.Writer) error {
 // until they are served, and applies its built-in definitions into
 // vela-system.
 func installKubeVela(ctx context.Context, cfg *rest.Config, dir string) error {
-	cl, err := client.New(cfg, client.Options{})
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return err
 	}
@@ -63,10 +71,12 @@ func installKubeVela(ctx context.Context, cfg *rest.Config, dir string) error {
 	if err := applyAll(ctx, cl, crds); err != nil {
 		return err
 	}
+	names := make([]string, 0, len(crds))
 	for _, crd := range crds {
-		if err := waitEstablished(ctx, cl, crd.GetName()); err != nil {
-			return err
-		}
+		names = append(names, crd.GetName())
+	}
+	if err := cli.WaitEstablished(ctx, cl, names, time.Minute); err != nil {
+		return err
 	}
 	ns := &unstructured.Unstructured{}
 	ns.SetAPIVersion("v1")
@@ -80,7 +90,7 @@ func installKubeVela(ctx context.Context, cfg *rest.Config, dir string) error {
 		return err
 	}
 	// A fresh client: its RESTMapper learns the CRDs just served.
-	if cl, err = client.New(cfg, client.Options{}); err != nil {
+	if cl, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
 	return applyAll(ctx, cl, append([]*unstructured.Unstructured{ns}, defs...))
@@ -102,22 +112,15 @@ func readManifests(dir string, r *strings.Replacer) ([]*unstructured.Unstructure
 		if err != nil {
 			return nil, err
 		}
+		text := string(raw)
 		if r != nil {
-			raw = []byte(r.Replace(string(raw)))
+			text = r.Replace(text)
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return nil, fmt.Errorf("%s: %w", f, err)
-			}
-			if len(u.Object) > 0 {
-				out = append(out, u)
-			}
+		objs, err := helmspec.ParseManifest(text)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
 		}
+		out = append(out, objs...)
 	}
 	return out, nil
 }
@@ -128,30 +131,6 @@ func applyAll(ctx context.Context, cl client.Client, objs []*unstructured.Unstru
 		if err := cl.Patch(ctx, o, client.Apply, client.FieldOwner("bench-apps"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
-	}
-	return nil
-}
-
-// waitEstablished waits until the CRD name is served.
-func waitEstablished(ctx context.Context, cl client.Client, name string) error {
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		crd := &unstructured.Unstructured{}
-		crd.SetAPIVersion("apiextensions.k8s.io/v1")
-		crd.SetKind("CustomResourceDefinition")
-		if err := cl.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-			return false, nil //nolint:nilerr // not there yet: poll again
-		}
-		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-		for _, c := range conds {
-			m, _ := c.(map[string]any)
-			if m["type"] == "Established" && m["status"] == string(metav1.ConditionTrue) {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("CRD %s not established: %w", name, err)
 	}
 	return nil
 }
