@@ -273,23 +273,22 @@ func run(ctx context.Context, c config, binFlag string, out, errOut io.Writer) e
 	if err := localcluster.CheckBinaries(c.binDir, localcluster.ClusterBinaries()...); err != nil {
 		return err
 	}
-	if c.kubevela != "" {
-		dir, err := os.MkdirTemp("", "oamflow-bench-bin-")
-		if err != nil {
+	// The controller to run: given (-controller), else built into a
+	// temporary folder, KubeVela's (-kubevela) or this tree's.
+	var dir string
+	if c.controller == "" {
+		if dir, err = os.MkdirTemp("", "oamflow-bench-bin-"); err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
+	}
+	if c.kubevela != "" {
 		c.controller = filepath.Join(dir, "vela-core")
 		if err := buildKubeVela(c.kubevela, c.controller, errOut); err != nil {
 			return err
 		}
 	}
 	if c.controller == "" {
-		dir, err := os.MkdirTemp("", "oamflow-bench-bin-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
 		pkg := "./cmd/oamflow-controller"
 		if c.profileDir != "" {
 			pkg = "./hack/bench/apps/profiled"
@@ -669,16 +668,16 @@ func startController(c config, home, kubeconfig, name string, extra []string) (*
 		"--webhook=" + strconv.FormatBool(c.webhook),
 		"--application-revision-limit=" + strconv.Itoa(c.revisionLimit),
 	}
-	if c.profileDir != "" {
+	if c.kubevela != "" {
+		args = kubevelaArgs(c, p.metricsAddr)
+	}
+	if c.profileDir != "" { // never with -kubevela
 		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
 		p.pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
 		args = append(args, "--pprof-bind-address", p.pprofAddr)
-	}
-	if c.kubevela != "" {
-		args = kubevelaArgs(c, p.metricsAddr)
 	}
 	args = append(append(args, extra...), c.controllerArgs...)
 	p.cmd = exec.Command(c.controller, args...)
